@@ -1,0 +1,41 @@
+# veredito: `make run` and `make test` work on a fresh machine.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+INPUT  ?= examples/triples.jsonl
+OUT    ?= out/verdicts.jsonl
+
+.PHONY: run test lint install bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Evaluate the shipped examples in-process (no broker); verdicts in $(OUT), summary on stderr.
+run: $(STAMP)
+	$(BIN)/python scripts/make_run.py $(INPUT) $(OUT)
+
+## Install what the tests need, make sure RabbitMQ and Redis answer, run the whole suite.
+test: $(STAMP)
+	bash scripts/ensure-services.sh
+	$(BIN)/pytest -q
+
+## Lint, format check and strict type check.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	bash scripts/ensure-services.sh
+	$(BIN)/python bench/throughput.py
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -1,0 +1,158 @@
+"""Publishing triples as ``veredito.evaluate`` tasks, with broker confirms.
+
+The producer does not import the worker: it writes Celery's task message protocol (version 2)
+itself, with the JSON serializer.  The task's keyword arguments are the envelope::
+
+    {"triple": <the input object, or null>, "source": {"input": "file.jsonl", "line": 7},
+     "produced_at": <unix seconds>, "error": <why the line is not JSON, only then>,
+     "raw": <the line's text, only then>}
+
+Invalid inputs are published too: the worker turns them into ``rejected`` verdicts, so that
+nothing a producer is given disappears without a verdict saying why.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from kombu import Connection, Producer
+
+from producer import topology
+from producer.reader import InputLine
+from producer.triple import InvalidTriple, Limits, parse_triple
+
+__all__ = ["ProduceReport", "TriplePublisher", "produce"]
+
+log = logging.getLogger(__name__)
+
+RETRY_POLICY = {"max_retries": 5, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 3}
+
+
+@dataclass
+class ProduceReport:
+    accepted: int = 0
+    rejected: int = 0
+    problems: list[str] = field(default_factory=list)  # the first few rejection reasons
+
+    def add_rejection(self, reason: str, keep: int = 20) -> None:
+        self.rejected += 1
+        if len(self.problems) < keep:
+            self.problems.append(reason)
+
+
+def task_message(
+    kwargs: dict[str, Any], task_id: str, label: str
+) -> tuple[list[Any], dict[str, Any]]:
+    """Body and headers of a Celery protocol-2 task message.  ``argsrepr`` never holds user text."""
+    headers = {
+        "lang": "py",
+        "task": topology.TASK_NAME,
+        "id": task_id,
+        "shadow": None,
+        "eta": None,
+        "expires": None,
+        "group": None,
+        "group_index": None,
+        "retries": 0,
+        "timelimit": [None, None],
+        "root_id": task_id,
+        "parent_id": None,
+        "argsrepr": "()",
+        "kwargsrepr": label,
+        "origin": "veredito-producer",
+        "ignore_result": True,
+    }
+    body = [[], kwargs, {"callbacks": None, "errbacks": None, "chain": None, "chord": None}]
+    return body, headers
+
+
+class TriplePublisher:
+    """Publishes triples to ``veredito.triples``; each publish waits for the broker's confirm."""
+
+    def __init__(self, broker_url: str, limits: Limits = Limits()) -> None:
+        self.broker_url = broker_url
+        self.limits = limits
+        self._connection: Connection | None = None
+        self._producer: Producer | None = None
+
+    def __enter__(self) -> TriplePublisher:
+        conn = Connection(self.broker_url, transport_options={"confirm_publish": True})
+        conn.ensure_connection(max_retries=3)
+        channel = conn.channel()
+        for queue in (
+            topology.triples_queue(self.broker_url),
+            topology.dead_queue(self.broker_url),
+            topology.verdicts_queue(self.broker_url),
+        ):
+            queue(channel).declare()
+        self._connection = conn
+        self._producer = Producer(channel, exchange=topology.triples_exchange(), serializer="json")
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._connection is not None:
+            self._connection.release()
+        self._connection = self._producer = None
+
+    def publish(self, envelope: dict[str, Any], label: str) -> None:
+        if self._producer is None or self._connection is None:
+            raise RuntimeError("use TriplePublisher as a context manager")
+        envelope.setdefault("produced_at", time.time())
+        task_id = str(uuid.uuid4())
+        body, headers = task_message(envelope, task_id, label)
+        publish = self._connection.ensure(self._producer, self._producer.publish, **RETRY_POLICY)
+        publish(
+            body,
+            routing_key=topology.TRIPLES_QUEUE,
+            headers=headers,
+            correlation_id=task_id,
+            delivery_mode=2,
+        )
+
+    def publish_object(self, value: Any, source: dict[str, Any] | None = None) -> Exception | None:
+        """Publish one input object; return the contract violation if it has one (still sent)."""
+        try:
+            triple = parse_triple(value, self.limits, (source or {}).get("line"))
+        except InvalidTriple as exc:
+            self.publish({"triple": value, "source": source}, label="rejected")
+            return exc
+        self.publish({"triple": triple.to_dict(), "source": source}, label=triple.id)
+        return None
+
+    def publish_line(self, item: InputLine, input_name: str) -> Exception | str | None:
+        source = {"input": input_name, "line": item.line}
+        if item.error is not None:
+            envelope = {"triple": None, "source": source, "error": item.error, "raw": item.text}
+            self.publish(envelope, label="rejected")
+            return f"line {item.line}: {item.error}"
+        return self.publish_object(item.value, source)
+
+
+def produce(
+    lines: Iterable[InputLine], broker_url: str, input_name: str, limits: Limits = Limits()
+) -> ProduceReport:
+    report = ProduceReport()
+    with TriplePublisher(broker_url, limits) as publisher:
+        for item in lines:
+            problem = publisher.publish_line(item, input_name)
+            if problem is None:
+                report.accepted += 1
+            else:
+                report.add_rejection(str(problem))
+    log.info(
+        "produced %d triples",
+        report.accepted + report.rejected,
+        extra={"accepted": report.accepted, "rejected": report.rejected},
+    )
+    return report

@@ -1,0 +1,96 @@
+"""Names and declarations of the broker entities (spec §9), shared by producer, worker and sinks.
+
+On RabbitMQ the queues are quorum queues: replicated when the cluster has several nodes, fsynced,
+with a delivery limit so that a message that keeps killing workers is dead-lettered instead of
+looping.  On Redis the same names are used with kombu's emulation (no quorum, no dead-lettering
+by the broker; the worker still publishes its own dead-letter records).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kombu import Exchange, Queue
+
+__all__ = [
+    "DEAD_QUEUE",
+    "TASK_NAME",
+    "TRIPLES_QUEUE",
+    "VERDICTS_EXCHANGE",
+    "VERDICTS_QUEUE",
+    "dead_queue",
+    "is_amqp",
+    "triples_exchange",
+    "triples_queue",
+    "verdict_routing_key",
+    "verdicts_exchange",
+    "verdicts_queue",
+]
+
+TASK_NAME = "veredito.evaluate"
+TRIPLES_QUEUE = "veredito.triples"
+DEAD_QUEUE = "veredito.dead"
+VERDICTS_EXCHANGE = "veredito.verdicts"
+VERDICTS_QUEUE = "veredito.verdicts"
+DELIVERY_LIMIT = 5
+
+
+def is_amqp(broker_url: str) -> bool:
+    return broker_url.split("://", 1)[0].lower() in {"amqp", "amqps", "pyamqp", "librabbitmq"}
+
+
+def _quorum(broker_url: str, **extra: Any) -> dict[str, Any]:
+    if not is_amqp(broker_url):
+        return {}
+    return {"x-queue-type": "quorum", **extra}
+
+
+def triples_exchange() -> Exchange:
+    return Exchange(TRIPLES_QUEUE, type="topic", durable=True)
+
+
+def triples_queue(broker_url: str) -> Queue:
+    return Queue(
+        TRIPLES_QUEUE,
+        triples_exchange(),
+        routing_key=TRIPLES_QUEUE,
+        durable=True,
+        queue_arguments=_quorum(
+            broker_url,
+            **{
+                "x-dead-letter-exchange": "",
+                "x-dead-letter-routing-key": DEAD_QUEUE,
+                "x-delivery-limit": DELIVERY_LIMIT,
+            },
+        ),
+    )
+
+
+def dead_queue(broker_url: str) -> Queue:
+    return Queue(
+        DEAD_QUEUE,
+        Exchange(""),
+        routing_key=DEAD_QUEUE,
+        durable=True,
+        queue_arguments=_quorum(broker_url),
+    )
+
+
+def verdicts_exchange() -> Exchange:
+    return Exchange(VERDICTS_EXCHANGE, type="topic", durable=True)
+
+
+def verdicts_queue(broker_url: str) -> Queue:
+    return Queue(
+        VERDICTS_QUEUE,
+        verdicts_exchange(),
+        routing_key="#",
+        durable=True,
+        queue_arguments=_quorum(broker_url),
+    )
+
+
+def verdict_routing_key(status: str, app: str | None) -> str:
+    """``verdict.<status>.<app or "default">``; the app is made safe for a topic key."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in (app or "default"))
+    return f"verdict.{status}.{safe[:64] or 'default'}"

@@ -1,0 +1,181 @@
+"""The triple contract (spec §3): what a producer may send and how it is normalised.
+
+A raw input object is turned into a :class:`Triple` or an :class:`InvalidTriple` that names the
+field and the reason.  The worker applies the same function to every task payload, so a triple
+from any producer is judged by one contract.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["InvalidTriple", "Limits", "Triple", "parse_triple", "triple_id"]
+
+QUERY_KEYS = ("query", "question", "user_input", "input")
+CONTEXT_KEYS = ("context", "contexts", "retrieved_contexts", "chunks", "documents")
+ANSWER_KEYS = ("answer", "response", "output")
+MAX_ID_LENGTH = 128
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_chunks: int = 64
+    max_bytes: int = 256 * 1024
+
+
+class InvalidTriple(ValueError):
+    """A triple that breaks the contract.  ``field`` names the offending field.
+
+    Picklable (Celery may move it between processes): all state is in ``args``.
+    """
+
+    def __init__(self, field: str, reason: str, line: int | None = None) -> None:
+        super().__init__(field, reason, line)
+        self.field = field
+        self.reason = reason
+        self.line = line
+
+    def __str__(self) -> str:
+        where = f"line {self.line}: " if self.line is not None else ""
+        return f"{where}{self.field}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class Triple:
+    id: str
+    query: str
+    context: tuple[str, ...]
+    answer: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def app(self) -> str | None:
+        app = self.metadata.get("app")
+        return app if isinstance(app, str) and app else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "query": self.query,
+            "context": list(self.context),
+            "answer": self.answer,
+            "metadata": self.metadata,
+        }
+
+
+def triple_id(query: str, context: tuple[str, ...] | list[str], answer: str) -> str:
+    """First 32 hex of sha256 over the canonical JSON of ``[query, context-list, answer]``.
+
+    Canonical JSON here is ``json.dumps`` with ``ensure_ascii=False`` and ``(",", ":")``
+    separators, encoded as UTF-8.
+    """
+    canonical = json.dumps(
+        [query, list(context), answer], ensure_ascii=False, separators=(",", ":")
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
+
+
+def _pick(raw: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[bool, Any]:
+    for key in keys:
+        if key in raw:
+            return True, raw[key]
+    return False, None
+
+
+def _type_name(value: object) -> str:
+    if value is None:
+        return "null"
+    return {
+        bool: "boolean",
+        int: "number",
+        float: "number",
+        str: "string",
+        list: "list",
+        dict: "object",
+    }.get(type(value), type(value).__name__)
+
+
+def parse_triple(raw: object, limits: Limits = Limits(), line: int | None = None) -> Triple:
+    """Validate and normalise one input object; raise :class:`InvalidTriple` naming the field."""
+    if not isinstance(raw, Mapping):
+        raise InvalidTriple("triple", f"must be a JSON object, got {_type_name(raw)}", line)
+
+    found, query = _pick(raw, QUERY_KEYS)
+    if not found:
+        raise InvalidTriple("query", f"missing (also accepted: {', '.join(QUERY_KEYS[1:])})", line)
+    if not isinstance(query, str):
+        raise InvalidTriple("query", f"must be a string, got {_type_name(query)}", line)
+    if not query.strip():
+        raise InvalidTriple("query", "must not be empty", line)
+
+    found, context = _pick(raw, CONTEXT_KEYS)
+    if not found:
+        raise InvalidTriple(
+            "context", f"missing (also accepted: {', '.join(CONTEXT_KEYS[1:])})", line
+        )
+    chunks = _parse_context(context, limits, line)
+
+    found, answer = _pick(raw, ANSWER_KEYS)
+    if not found:
+        raise InvalidTriple(
+            "answer", f"missing (also accepted: {', '.join(ANSWER_KEYS[1:])})", line
+        )
+    if not isinstance(answer, str):
+        raise InvalidTriple("answer", f"must be a string, got {_type_name(answer)}", line)
+
+    metadata = raw.get("metadata")
+    if metadata is None:
+        metadata = {}
+    elif not isinstance(metadata, dict):
+        raise InvalidTriple("metadata", f"must be an object, got {_type_name(metadata)}", line)
+
+    size = len(query.encode()) + len(answer.encode()) + sum(len(c.encode()) for c in chunks)
+    if size > limits.max_bytes:
+        raise InvalidTriple(
+            "triple",
+            f"{size} bytes of text, limit is {limits.max_bytes} (VEREDITO_MAX_TRIPLE_BYTES)",
+            line,
+        )
+
+    given_id = raw.get("id")
+    if given_id is None:
+        tid = triple_id(query, chunks, answer)
+    elif not isinstance(given_id, str) or not given_id:
+        raise InvalidTriple("id", "must be a non-empty string when present", line)
+    elif len(given_id) > MAX_ID_LENGTH:
+        raise InvalidTriple("id", f"{len(given_id)} characters, limit is {MAX_ID_LENGTH}", line)
+    else:
+        tid = given_id
+
+    return Triple(id=tid, query=query, context=chunks, answer=answer, metadata=metadata)
+
+
+def _parse_context(context: object, limits: Limits, line: int | None) -> tuple[str, ...]:
+    if isinstance(context, str):
+        if not context.strip():
+            raise InvalidTriple("context", "must not be an empty string", line)
+        return (context,)
+    if not isinstance(context, list):
+        raise InvalidTriple(
+            "context",
+            f"must be a list of strings or one string, got {_type_name(context)}",
+            line,
+        )
+    if len(context) > limits.max_chunks:
+        raise InvalidTriple(
+            "context",
+            f"{len(context)} chunks, limit is {limits.max_chunks} (VEREDITO_MAX_CHUNKS)",
+            line,
+        )
+    for i, chunk in enumerate(context):
+        if not isinstance(chunk, str):
+            raise InvalidTriple(
+                "context", f"chunk {i} must be a string, got {_type_name(chunk)}", line
+            )
+        if not chunk.strip():
+            raise InvalidTriple("context", f"chunk {i} is empty", line)
+    return tuple(context)

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.llm_server import Script, ServerThread
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def service_answers(port: int, host: str = "127.0.0.1") -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def require_service(port: int, name: str) -> None:
+    """Skip locally when a service is missing; in CI a missing service is a failure."""
+    if service_answers(port):
+        return
+    message = f"{name} does not answer on 127.0.0.1:{port} (run scripts/ensure-services.sh)"
+    if IN_CI:
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture
+def llm_server() -> Iterator[ServerThread]:
+    with ServerThread(Script()) as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def _clean_llm_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never pick up a developer's real LLM configuration."""
+    for name in list(os.environ):
+        if name.startswith("VEREDITO_") or name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
+            monkeypatch.delenv(name, raising=False)

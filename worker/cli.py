@@ -1,0 +1,232 @@
+"""The ``veredito`` command line (spec §11).
+
+Exit codes: 0 done; 1 ``--fail-on-hallucination`` and an answer was hallucinated; 2 bad usage or
+configuration (the message says what to change); 3 the input could not be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from worker.logs import configure_logging
+from worker.settings import Settings
+
+__all__ = ["main"]
+
+log = logging.getLogger("veredito")
+
+
+def _settings(args: argparse.Namespace, **extra: Any) -> Settings:
+    overrides = {
+        "judge": getattr(args, "judge", None),
+        "prompts": getattr(args, "prompts", None),
+        "concurrency": getattr(args, "concurrency", None),
+        "metrics_port": getattr(args, "metrics_port", None),
+        "broker_url": getattr(args, "broker", None),
+        "log_level": getattr(args, "log_level", None),
+        **extra,
+    }
+    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+
+
+def _add_judge_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--judge", choices=["auto", "llm", "rules"], help="default: auto")
+    p.add_argument("--prompts", help="claims,faithfulness (default both)")
+    p.add_argument("--concurrency", type=int, help="evaluations in flight (default 100)")
+    p.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="veredito", description="Hallucination judge for Brazilian-Portuguese RAG answers."
+    )
+    parser.add_argument("--log-level", help="DEBUG, INFO, WARNING ... (default INFO)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="evaluate a JSONL file in-process, no broker")
+    run.add_argument("input", help="JSONL file of triples, or - for stdin")
+    run.add_argument("--out", help="write verdicts here (default stdout)")
+    _add_judge_options(run)
+    run.add_argument(
+        "--fail-on-hallucination",
+        action="store_true",
+        help="exit 1 when any answer is hallucinated",
+    )
+    run.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+    produce = sub.add_parser("produce", help="publish triples to the broker")
+    produce.add_argument("input", help="JSONL file of triples, or - for stdin")
+    produce.add_argument(
+        "--broker", help="broker URL (default VEREDITO_BROKER_URL or local RabbitMQ)"
+    )
+
+    worker = sub.add_parser("worker", help="run a Celery worker")
+    _add_judge_options(worker)
+    worker.add_argument("--broker", help="broker URL")
+
+    results = sub.add_parser("results", help="consume verdicts into a JSONL file")
+    results.add_argument("--out", help="append verdicts here (default stdout)")
+    results.add_argument("--broker", help="broker URL")
+    results.add_argument("--limit", type=int, help="stop after writing this many verdicts")
+    results.add_argument(
+        "--idle-timeout", type=float, help="stop after this many seconds without a verdict"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = _settings(args)
+    except ValidationError as exc:
+        for error in exc.errors():
+            field = ".".join(str(p) for p in error["loc"]) or "settings"
+            print(f"veredito: invalid setting {field}: {error['msg']}", file=sys.stderr)
+        return 2
+    configure_logging(settings.log_level)
+    handler = {"run": _run, "produce": _produce, "worker": _worker, "results": _results}
+    return handler[args.command](args, settings)
+
+
+def _open_input(path: str) -> IO[str] | None:
+    from producer.reader import open_input
+
+    try:
+        return open_input(path)
+    except OSError as exc:
+        print(f"veredito: cannot read {path}: {exc.strerror}", file=sys.stderr)
+        return None
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from tqdm import tqdm
+
+    from producer.reader import read_lines
+    from worker.judges import JudgeNotConfigured
+    from worker.metrics import Metrics
+    from worker.run import run_lines
+
+    stream = _open_input(args.input)
+    if stream is None:
+        return 3
+    metrics = Metrics(app_label_limit=settings.app_label_limit)
+    if settings.metrics_port:
+        metrics.serve(settings.metrics_port)
+    total = None
+    if args.input != "-":
+        with Path(args.input).open("rb") as f:
+            total = sum(1 for line in f if line.strip())
+    out: IO[str] = sys.stdout
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        out = Path(args.out).open("w", encoding="utf-8")  # noqa: SIM115 - closed below
+    bar = tqdm(total=total, unit="answer", file=sys.stderr, disable=args.no_progress or None)
+    try:
+        summary = asyncio.run(
+            run_lines(
+                read_lines(stream),
+                settings,
+                args.input,
+                out,
+                metrics=metrics,
+                progress=bar,
+                blocking=args.input == "-",
+            )
+        )
+    except JudgeNotConfigured as exc:
+        print(f"veredito: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        bar.close()
+        if out is not sys.stdout:
+            out.close()
+        if stream is not sys.stdin:
+            stream.close()
+    sys.stderr.write(summary.table())
+    if args.fail_on_hallucination and summary.hallucinated:
+        return 1
+    return 0
+
+
+def _produce(args: argparse.Namespace, settings: Settings) -> int:
+    from kombu.exceptions import OperationalError
+
+    from producer.publish import produce
+    from producer.reader import read_lines
+
+    stream = _open_input(args.input)
+    if stream is None:
+        return 3
+    try:
+        report = produce(read_lines(stream), settings.broker_url, args.input, settings.limits)
+    except (OperationalError, ConnectionError, OSError) as exc:
+        print(f"veredito: cannot publish to the broker: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if stream is not sys.stdin:
+            stream.close()
+    print(
+        f"published {report.accepted + report.rejected}: "
+        f"{report.accepted} accepted, {report.rejected} rejected"
+    )
+    for problem in report.problems:
+        print(f"  rejected {problem}", file=sys.stderr)
+    return 0
+
+
+def _worker(args: argparse.Namespace, settings: Settings) -> int:
+    from producer import topology
+    from worker.celery_app import app, configure
+
+    if settings.resolved_judge() == "rules":
+        from worker.judges import NO_LLM_MESSAGE
+
+        print(f"veredito: {NO_LLM_MESSAGE}", file=sys.stderr)
+        return 2
+    if settings.metrics_port is None:
+        settings = settings.model_copy(update={"metrics_port": 9808})
+    configure(settings)
+    app.worker_main(
+        [
+            "worker",
+            "--pool=threads",
+            f"--concurrency={settings.concurrency}",
+            f"--queues={topology.TRIPLES_QUEUE}",
+            f"--loglevel={settings.log_level}",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ]
+    )
+    return 0
+
+
+def _results(args: argparse.Namespace, settings: Settings) -> int:
+    from tqdm import tqdm
+
+    from worker.results import collect
+
+    bar = tqdm(total=args.limit, unit="verdict", file=sys.stderr, disable=None)
+    try:
+        sink = collect(
+            settings.broker_url,
+            args.out,
+            limit=args.limit,
+            idle_timeout=args.idle_timeout,
+            progress=bar,
+        )
+    finally:
+        bar.close()
+    print(f"wrote {sink.written} verdicts ({sink.duplicates} duplicates skipped)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""Judges: the port (:mod:`.base`) and its implementations."""
+
+from __future__ import annotations
+
+import aiohttp
+
+from worker.judges.base import Judge, Judgement
+from worker.judges.llm import LLMJudge
+from worker.llm_client import ChatClient
+from worker.metrics import Metrics
+from worker.settings import Settings
+
+__all__ = ["Judge", "JudgeNotConfigured", "Judgement", "build_judge", "new_session"]
+
+
+class JudgeNotConfigured(RuntimeError):
+    """The settings ask for a judge that cannot be built; the message says how to fix it."""
+
+
+NO_LLM_MESSAGE = (
+    "no LLM judge is configured. Point veredito at an OpenAI-compatible endpoint:\n"
+    "  export VEREDITO_LLM_BASE_URL=https://api.openai.com/v1   # or vLLM, Ollama, Maritaca ...\n"
+    "  export VEREDITO_LLM_API_KEY=sk-...\n"
+    "  export VEREDITO_LLM_MODEL=gpt-4o-mini\n"
+    "(OPENAI_BASE_URL and OPENAI_API_KEY are honoured too.)"
+)
+
+
+def new_session(settings: Settings) -> aiohttp.ClientSession:
+    """The one HTTP session of a process: enough connections for every prompt in flight."""
+    limit = settings.concurrency * max(1, len(settings.prompts))
+    connector = aiohttp.TCPConnector(limit=limit, limit_per_host=0, ttl_dns_cache=300)
+    return aiohttp.ClientSession(connector=connector)
+
+
+def build_judge(
+    settings: Settings, session: aiohttp.ClientSession, metrics: Metrics | None = None
+) -> Judge:
+    kind = settings.resolved_judge()
+    if kind == "rules":
+        raise JudgeNotConfigured(NO_LLM_MESSAGE)
+    client = ChatClient(
+        session,
+        base_url=settings.effective_base_url,
+        model=settings.llm_model,
+        api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else None,
+        timeout=settings.llm_timeout,
+        max_tokens=settings.llm_max_tokens,
+        json_mode=settings.llm_json_mode,
+        max_attempts=settings.llm_max_attempts,
+        max_backoff=settings.llm_max_backoff,
+        metrics=metrics,
+    )
+    return LLMJudge(client, settings.prompts, metrics)

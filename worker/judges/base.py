@@ -1,0 +1,35 @@
+"""The judge port.  A judge turns a valid triple into a :class:`Judgement`.
+
+Two implementations: :mod:`worker.judges.llm` (an OpenAI-compatible model) and, offline,
+the rules judge.  The pipeline takes a judge as a parameter and never knows which one it has.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from producer.triple import Triple
+from worker.verdict import Claim, Faithfulness, JudgeInfo, RuleFinding
+
+__all__ = ["Judge", "Judgement"]
+
+
+@dataclass
+class Judgement:
+    claims: list[Claim] | None = None  # None: the claims prompt was not run
+    reported_score: float | None = None
+    reasoning: str | None = None
+    faithfulness: Faithfulness | None = None
+    rule_findings: list[RuleFinding] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class Judge(Protocol):
+    @property
+    def info(self) -> JudgeInfo: ...
+
+    async def judge(self, triple: Triple) -> Judgement: ...
+
+    async def aclose(self) -> None: ...

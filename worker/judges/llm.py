@@ -1,0 +1,121 @@
+"""The LLM judge: render the prompts, ask the model, read its reply (spec §4–5).
+
+Both prompts of a triple are asked concurrently.  An invalid reply is asked for again once, with
+the validation error appended to the conversation; a second invalid reply raises
+:class:`~worker.errors.JudgeOutputInvalid` carrying the raw reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from producer.triple import Triple
+from prompts import Template, load_template
+from worker.errors import JudgeOutputInvalid
+from worker.judges.base import Judgement
+from worker.llm_client import ChatClient, Completion, Message
+from worker.metrics import Metrics
+from worker.parsing import ParsedClaims, parse_claims, parse_faithfulness
+from worker.verdict import Faithfulness, JudgeInfo
+
+__all__ = ["REASK", "LLMJudge"]
+
+T = TypeVar("T")
+
+REASK = (
+    "Sua resposta anterior não pôde ser usada: {error}. Responda novamente APENAS com o JSON "
+    "válido no formato pedido, sem markdown e sem texto fora do JSON."
+)
+
+
+class LLMJudge:
+    def __init__(
+        self, client: ChatClient, prompts: tuple[str, ...], metrics: Metrics | None = None
+    ) -> None:
+        self._client = client
+        self._metrics = metrics
+        self._templates = {name: load_template(name) for name in prompts}
+        self._info = JudgeInfo(
+            kind="llm",
+            model=client.model,
+            prompts={name: t.version for name, t in self._templates.items()},
+        )
+
+    @property
+    def info(self) -> JudgeInfo:
+        return self._info
+
+    async def aclose(self) -> None:
+        return None
+
+    async def judge(self, triple: Triple) -> Judgement:
+        result = Judgement()
+        jobs: list[Awaitable[object]] = []
+        claims_t = self._templates.get("claims")
+        faith_t = self._templates.get("faithfulness")
+        n = len(triple.context)
+        if claims_t is not None:
+            jobs.append(self._ask(claims_t, triple, lambda text: parse_claims(text, n), result))
+        if faith_t is not None:
+            jobs.append(self._ask(faith_t, triple, parse_faithfulness_only(self._metrics), result))
+        outcomes = await asyncio.gather(*jobs, return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        for outcome in outcomes:
+            if isinstance(outcome, ParsedClaims):
+                result.claims = outcome.claims
+                result.reported_score = outcome.reported_score
+                result.reasoning = outcome.reasoning
+            elif isinstance(outcome, Faithfulness):
+                result.faithfulness = outcome
+        return result
+
+    async def _ask(
+        self, template: Template, triple: Triple, parse: Callable[[str], T], result: Judgement
+    ) -> T:
+        messages: list[Message] = [
+            {
+                "role": "user",
+                "content": template.render(triple.query, triple.context, triple.answer),
+            }
+        ]
+        completion = await self._complete(messages, result)
+        try:
+            return self._read(completion, parse)
+        except JudgeOutputInvalid as first:
+            if self._metrics is not None:
+                self._metrics.retries.labels("invalid_output").inc()
+            messages.append({"role": "assistant", "content": completion.content})
+            messages.append({"role": "user", "content": REASK.format(error=first)})
+        completion = await self._complete(messages, result)
+        return self._read(completion, parse)
+
+    async def _complete(self, messages: list[Message], result: Judgement) -> Completion:
+        completion = await self._client.complete(messages)
+        result.prompt_tokens += completion.prompt_tokens
+        result.completion_tokens += completion.completion_tokens
+        return completion
+
+    def _read(self, completion: Completion, parse: Callable[[str], T]) -> T:
+        if completion.finish_reason == "length":
+            raise JudgeOutputInvalid(
+                "the reply was cut off (finish_reason length); answer more briefly",
+                completion.content,
+            )
+        parsed = parse(completion.content)
+        if isinstance(parsed, ParsedClaims) and self._metrics is not None:
+            self._metrics.record_repairs(parsed.repairs)
+        return parsed
+
+
+def parse_faithfulness_only(metrics: Metrics | None) -> Callable[[str], Faithfulness]:
+    def parse(text: str) -> Faithfulness:
+        faithfulness, repairs = parse_faithfulness(text)
+        if metrics is not None:
+            metrics.record_repairs(repairs)
+        return faithfulness
+
+    return parse

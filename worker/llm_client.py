@@ -1,0 +1,228 @@
+"""An OpenAI-compatible chat-completions client over aiohttp.
+
+Works with any server speaking ``POST {base_url}/chat/completions`` (OpenAI, Azure OpenAI's
+v1-compatible endpoint, vLLM, Ollama, llama.cpp server, Maritaca ...).  One
+``aiohttp.ClientSession`` is shared by every request of a process; the caller owns it.
+
+Retryable errors (timeouts, lost connections, 429 honouring ``Retry-After``, 5xx) are retried
+with exponential backoff and jitter by tenacity; permanent ones (400, 401, 403, 404 ...) raise at
+once.  See :mod:`worker.errors`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import aiohttp
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
+
+from worker.errors import (
+    JudgeConnectionError,
+    JudgeRateLimited,
+    JudgeRequestRejected,
+    JudgeServerError,
+    JudgeTimeout,
+    RetryableError,
+)
+from worker.metrics import Metrics
+
+__all__ = ["ChatClient", "Completion", "Message"]
+
+log = logging.getLogger(__name__)
+
+Message = dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    content: str
+    finish_reason: str | None
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def _retry_reason(exc: BaseException | None) -> str:
+    if isinstance(exc, JudgeTimeout):
+        return "timeout"
+    if isinstance(exc, JudgeConnectionError):
+        return "connection"
+    if isinstance(exc, JudgeRateLimited):
+        return "rate_limited"
+    if isinstance(exc, JudgeServerError):
+        return "server_error"
+    return "other"
+
+
+class ChatClient:
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_tokens: int = 2048,
+        json_mode: bool = True,
+        max_attempts: int = 4,
+        max_backoff: float = 30.0,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self._session = session
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model = model
+        self._headers = {"Content-Type": "application/json"}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self.max_tokens = max_tokens
+        self.json_mode = json_mode
+        self.max_attempts = max_attempts
+        self.max_backoff = max_backoff
+        self._metrics = metrics
+        self._backoff = wait_exponential_jitter(multiplier=0.5, max=max_backoff, jitter=0.5)
+
+    def request_body(self, messages: list[Message]) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": 0,
+            "max_tokens": self.max_tokens,
+        }
+        if self.json_mode:
+            body["response_format"] = {"type": "json_object"}
+        return body
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, JudgeRateLimited) and exc.retry_after is not None:
+            return min(exc.retry_after, self.max_backoff)
+        return float(self._backoff(state))
+
+    def _before_sleep(self, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        reason = _retry_reason(exc)
+        if self._metrics is not None:
+            self._metrics.retries.labels(reason).inc()
+        log.warning(
+            "judge request failed (%s), try %d of %d",
+            reason,
+            state.attempt_number,
+            self.max_attempts,
+            extra={"reason": reason, "error": type(exc).__name__},
+        )
+
+    async def complete(self, messages: list[Message]) -> Completion:
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.max_attempts),
+            wait=self._wait,
+            retry=retry_if_exception_type(RetryableError),
+            before_sleep=self._before_sleep,
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                return await self._request(messages)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _request(self, messages: list[Message]) -> Completion:
+        started = time.perf_counter()
+        outcome = "error"
+        try:
+            completion = await self._post(messages)
+            outcome = "ok"
+            if self._metrics is not None:
+                self._metrics.tokens.labels(self.model, "prompt").inc(completion.prompt_tokens)
+                self._metrics.tokens.labels(self.model, "completion").inc(
+                    completion.completion_tokens
+                )
+            return completion
+        except JudgeTimeout:
+            outcome = "timeout"
+            raise
+        except JudgeServerError as exc:
+            outcome = "rate_limited" if isinstance(exc, JudgeRateLimited) else "server_error"
+            raise
+        except JudgeRequestRejected:
+            outcome = "rejected"
+            raise
+        finally:
+            if self._metrics is not None:
+                self._metrics.request_duration.labels(self.model, outcome).observe(
+                    time.perf_counter() - started
+                )
+
+    async def _post(self, messages: list[Message]) -> Completion:
+        body = self.request_body(messages)
+        try:
+            async with self._session.post(
+                self.url, json=body, headers=self._headers, timeout=self._timeout
+            ) as response:
+                status = response.status
+                text = await response.text()
+                retry_after = _retry_after(response.headers.get("Retry-After"))
+        except TimeoutError as exc:
+            raise JudgeTimeout(f"no answer from {self.url} in {self._timeout.total}s") from exc
+        except aiohttp.ClientError as exc:
+            raise JudgeConnectionError(f"{type(exc).__name__} talking to {self.url}") from exc
+        if status == 429:
+            raise JudgeRateLimited(f"HTTP 429 from {self.url}", 429, retry_after)
+        if status >= 500 or status in (408, 409):
+            raise JudgeServerError(f"HTTP {status} from {self.url}", status)
+        if status >= 400:
+            detail = _error_detail(text)
+            raise JudgeRequestRejected(f"HTTP {status} from {self.url}: {detail}", status)
+        return _completion(text, self.url)
+
+
+def _error_detail(text: str) -> str:
+    """The provider's error message, short; never echoes our request."""
+    try:
+        data = json.loads(text)
+        message = data.get("error", {}).get("message") if isinstance(data, dict) else None
+    except (ValueError, AttributeError):
+        message = None
+    return (message or text or "no body")[:300]
+
+
+def _completion(text: str, url: str) -> Completion:
+    try:
+        data = json.loads(text)
+        choice = data["choices"][0]
+        message = choice.get("message") or {}
+        content = message.get("content") or ""
+        usage = data.get("usage") or {}
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise JudgeServerError(f"malformed chat completion from {url}", 200) from exc
+    if not isinstance(content, str):
+        raise JudgeServerError(f"malformed chat completion from {url}", 200)
+    return Completion(
+        content=content,
+        finish_reason=choice.get("finish_reason"),
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+    )

@@ -1,0 +1,163 @@
+"""The evaluation pipeline: envelope → triple → judge → score → verdict.
+
+Plain async Python with no Celery import: the worker and ``veredito run`` both call
+:meth:`Pipeline.evaluate`.  Every envelope ends as exactly one verdict — ``ok``, ``rejected``
+(the input breaks the contract) or ``failed`` (the judge could not give a usable answer) — and a
+failed one also yields a dead-letter record keeping the input and the judge's raw reply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from producer.triple import InvalidTriple, Limits, parse_triple
+from worker.errors import JudgeOutputInvalid, PermanentError, RetryableError
+from worker.judges.base import Judge
+from worker.metrics import Metrics
+from worker.scoring import count_categories, is_hallucinated, score_claims
+from worker.verdict import Verdict, VerdictError, utc_now
+
+__all__ = ["Outcome", "Pipeline", "fallback_id"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    verdict: Verdict
+    dead_letter: dict[str, Any] | None = None
+
+
+def fallback_id(value: object) -> str:
+    """A deterministic id for an input that is not a valid triple."""
+    if isinstance(value, dict) and isinstance(value.get("id"), str) and 0 < len(value["id"]) <= 128:
+        return str(value["id"])
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+class Pipeline:
+    def __init__(self, judge: Judge, limits: Limits = Limits(), metrics: Metrics | None = None):
+        self.judge = judge
+        self.limits = limits
+        self.metrics = metrics
+
+    async def evaluate(self, envelope: dict[str, Any]) -> Outcome:
+        started = time.perf_counter()
+        source = envelope.get("source") if isinstance(envelope.get("source"), dict) else None
+        line = source.get("line") if source else None
+        if envelope.get("error") is not None:
+            raw = str(envelope.get("raw", ""))
+            where = f"line {line}: " if line is not None else ""
+            return Outcome(
+                self._rejected(
+                    fallback_id(raw), "invalid_json", f"{where}{envelope['error']}", source
+                )
+            )
+        raw_triple = envelope.get("triple")
+        try:
+            triple = parse_triple(raw_triple, self.limits, line if isinstance(line, int) else None)
+        except InvalidTriple as exc:
+            verdict = self._rejected(fallback_id(raw_triple), "invalid_triple", str(exc), source)
+            if isinstance(raw_triple, dict) and isinstance(raw_triple.get("metadata"), dict):
+                verdict.metadata = raw_triple["metadata"]
+            return Outcome(verdict)
+
+        if self.metrics is not None:
+            self.metrics.inflight.inc()
+        try:
+            judgement = await self.judge.judge(triple)
+        except Exception as exc:  # every triple ends as a verdict; nothing here is retried
+            return self._failed(triple.id, triple.metadata, exc, envelope, source, started)
+        finally:
+            if self.metrics is not None:
+                self.metrics.inflight.dec()
+
+        judge_seconds = time.perf_counter() - started
+        claims = judgement.claims or []
+        verdict = Verdict(
+            id=triple.id,
+            status="ok",
+            judge=self.judge.info,
+            claims=claims,
+            score=score_claims(claims),
+            reported_score=judgement.reported_score,
+            hallucinated=is_hallucinated(claims),
+            categories=count_categories(claims),
+            faithfulness=judgement.faithfulness,
+            rule_findings=judgement.rule_findings,
+            reasoning=judgement.reasoning,
+            metadata=triple.metadata,
+            usage={
+                "prompt_tokens": judgement.prompt_tokens,
+                "completion_tokens": judgement.completion_tokens,
+            },
+            timings={
+                "judge_seconds": round(judge_seconds, 6),
+                "total_seconds": round(time.perf_counter() - started, 6),
+            },
+            source=source,
+        )
+        return Outcome(verdict)
+
+    def _rejected(
+        self, verdict_id: str, kind: str, message: str, source: dict[str, Any] | None
+    ) -> Verdict:
+        return Verdict(
+            id=verdict_id,
+            status="rejected",
+            error=VerdictError(kind=kind, message=message),
+            judge=self.judge.info,
+            source=source,
+        )
+
+    def _failed(
+        self,
+        triple_id: str,
+        metadata: dict[str, Any],
+        exc: BaseException,
+        envelope: dict[str, Any],
+        source: dict[str, Any] | None,
+        started: float,
+    ) -> Outcome:
+        raw_reply = exc.raw if isinstance(exc, JudgeOutputInvalid) else None
+        if isinstance(exc, RetryableError):
+            kind = "judge_unavailable"
+        elif isinstance(exc, PermanentError):
+            kind = exc.kind
+        else:
+            kind = "internal_error"
+            # The frames, never the message: a message may quote the answer or an ID number.
+            log.error(
+                "evaluation crashed: %s\n%s",
+                type(exc).__name__,
+                "".join(traceback.format_tb(exc.__traceback__)),
+                extra={"id": triple_id},
+            )
+        log.warning("evaluation failed: %s", kind, extra={"id": triple_id, "kind": kind})
+        message = str(exc) or type(exc).__name__
+        elapsed = round(time.perf_counter() - started, 6)
+        verdict = Verdict(
+            id=triple_id,
+            status="failed",
+            error=VerdictError(kind=kind, message=message, raw_reply=raw_reply),
+            judge=self.judge.info,
+            metadata=metadata,
+            timings={"judge_seconds": elapsed, "total_seconds": elapsed},
+            source=source,
+        )
+        dead_letter = {
+            "id": triple_id,
+            "reason": kind,
+            "error": message,
+            "raw_reply": raw_reply,
+            "envelope": envelope,
+            "failed_at": utc_now(),
+        }
+        return Outcome(verdict, dead_letter)

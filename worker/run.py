@@ -1,0 +1,146 @@
+"""``veredito run``: evaluate a JSONL file in-process, with no broker (the embedded default).
+
+Lines are read lazily and evaluated with at most ``concurrency`` in flight; verdicts are written
+in input order as JSONL, each line flushed as soon as it and every line before it are done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from producer.reader import InputLine
+from worker.judges import build_judge, new_session
+from worker.metrics import Metrics
+from worker.pipeline import Outcome, Pipeline
+from worker.settings import Settings
+from worker.verdict import CATEGORIES, VERDICTS, Verdict
+
+__all__ = ["Summary", "envelope_from_line", "run_lines"]
+
+
+def envelope_from_line(item: InputLine, input_name: str) -> dict[str, Any]:
+    """The same envelope a producer publishes (see :mod:`producer.publish`)."""
+    source = {"input": input_name, "line": item.line}
+    if item.error is not None:
+        return {"triple": None, "source": source, "error": item.error, "raw": item.text}
+    return {"triple": item.value, "source": source}
+
+
+@dataclass
+class Summary:
+    answers: int = 0
+    ok: int = 0
+    rejected: int = 0
+    failed: int = 0
+    hallucinated: int = 0
+    score_sum: float = 0.0
+    scored: int = 0
+    categories: Counter[str] = field(default_factory=Counter)
+    verdicts: Counter[str] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, verdict: Verdict) -> None:
+        self.answers += 1
+        if verdict.status == "rejected":
+            self.rejected += 1
+        elif verdict.status == "failed":
+            self.failed += 1
+        else:
+            self.ok += 1
+        if verdict.error is not None and len(self.errors) < 10:
+            self.errors.append(f"{verdict.id}: {verdict.error.kind}: {verdict.error.message}")
+        if verdict.status != "ok":
+            return
+        self.hallucinated += verdict.hallucinated
+        self.categories.update(verdict.categories)
+        self.verdicts.update(c.verdict for c in verdict.claims)
+        if verdict.score is not None:
+            self.score_sum += verdict.score
+            self.scored += 1
+
+    def table(self) -> str:
+        share = self.hallucinated / self.ok if self.ok else 0.0
+        mean = f"{self.score_sum / self.scored:.3f}" if self.scored else "-"
+        rows = [
+            ("answers", str(self.answers)),
+            ("evaluated (ok)", str(self.ok)),
+            ("hallucinated", f"{self.hallucinated} ({share:.1%} of ok)"),
+            ("mean score", mean),
+            ("rejected", str(self.rejected)),
+            ("failed", str(self.failed)),
+        ]
+        rows += [(f"claims {v}", str(self.verdicts[v])) for v in VERDICTS if self.verdicts[v]]
+        rows += [
+            (f"category {c}", str(self.categories[c])) for c in CATEGORIES if self.categories[c]
+        ]
+        width = max(len(name) for name, _ in rows)
+        lines = ["", "veredito summary", "-" * (width + 12)]
+        lines += [f"{name:<{width}}  {value}" for name, value in rows]
+        if self.errors:
+            lines.append("first problems:")
+            lines += [f"  {e}" for e in self.errors]
+        return "\n".join(lines) + "\n"
+
+
+async def _aiter(lines: Iterable[InputLine], blocking: bool) -> AsyncIterator[InputLine]:
+    iterator = iter(lines)
+    while True:
+        item = await asyncio.to_thread(next, iterator, None) if blocking else next(iterator, None)
+        if item is None:
+            return
+        yield item
+
+
+async def run_lines(
+    lines: Iterable[InputLine],
+    settings: Settings,
+    input_name: str,
+    out: IO[str],
+    *,
+    metrics: Metrics | None = None,
+    progress: Any = None,
+    blocking: bool = False,
+) -> Summary:
+    """Evaluate ``lines``; ``blocking`` says reading them may wait (a pipe), so read in a thread."""
+    summary = Summary()
+    async with new_session(settings) as session:
+        judge = build_judge(settings, session, metrics)
+        pipeline = Pipeline(judge, settings.limits, metrics)
+        limit = asyncio.Semaphore(settings.concurrency)
+
+        async def evaluate(item: InputLine) -> Outcome:
+            async with limit:
+                return await pipeline.evaluate(envelope_from_line(item, input_name))
+
+        pending: deque[asyncio.Task[Outcome]] = deque()
+        window = settings.concurrency * 4
+
+        def write(outcome: Outcome) -> None:
+            out.write(outcome.verdict.model_dump_json(exclude_none=False) + "\n")
+            out.flush()
+            summary.add(outcome.verdict)
+            if metrics is not None:
+                metrics.record_verdict(outcome.verdict)
+            if progress is not None:
+                progress.update(1)
+
+        try:
+            async for item in _aiter(lines, blocking):
+                pending.append(asyncio.create_task(evaluate(item)))
+                while len(pending) >= window or (pending and pending[0].done()):
+                    write(await pending.popleft())
+            while pending:
+                write(await pending.popleft())
+        finally:
+            for task in pending:
+                task.cancel()
+            await judge.aclose()
+    if out is not sys.stdout:
+        os.fsync(out.fileno())
+    return summary

@@ -1,0 +1,68 @@
+"""The worker process's async runtime: one asyncio loop in a thread, one HTTP session.
+
+Celery's ``threads`` pool runs each task in a thread that hands the evaluation to this loop and
+waits for it.  So one process keeps ``concurrency`` evaluations in flight (each up to two judge
+calls) while the I/O is multiplexed by one loop and one connection pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+import aiohttp
+
+from worker.judges import Judge, build_judge, new_session
+from worker.metrics import Metrics
+from worker.pipeline import Outcome, Pipeline
+from worker.settings import Settings
+
+__all__ = ["Runtime"]
+
+
+class Runtime:
+    def __init__(self, settings: Settings, metrics: Metrics) -> None:
+        self.settings = settings
+        self.metrics = metrics
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="veredito-loop", daemon=True
+        )
+        self._session: aiohttp.ClientSession | None = None
+        self._judge: Judge | None = None
+        self.pipeline: Pipeline | None = None
+
+    def start(self) -> Runtime:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._setup(), self._loop).result(timeout=30)
+        return self
+
+    async def _setup(self) -> None:
+        self._session = new_session(self.settings)
+        self._judge = build_judge(self.settings, self._session, self.metrics)
+        self.pipeline = Pipeline(self._judge, self.settings.limits, self.metrics)
+
+    def submit(self, envelope: dict[str, Any]) -> Future[Outcome]:
+        if self.pipeline is None:
+            raise RuntimeError("runtime not started")
+        return asyncio.run_coroutine_threadsafe(self.pipeline.evaluate(envelope), self._loop)
+
+    def evaluate(self, envelope: dict[str, Any]) -> Outcome:
+        """Evaluate from any thread, blocking that thread until the verdict is ready."""
+        return self.submit(envelope).result()
+
+    def close(self) -> None:
+        if not self._thread.is_alive():
+            return
+
+        async def shutdown() -> None:
+            if self._judge is not None:
+                await self._judge.aclose()
+            if self._session is not None:
+                await self._session.close()
+
+        asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(timeout=30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=30)

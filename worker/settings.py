@@ -1,0 +1,90 @@
+"""One typed settings object, built once at start-up and passed down.
+
+Precedence: command-line flags (passed as init arguments), then ``VEREDITO_*`` environment
+variables, then the defaults below.  ``OPENAI_BASE_URL``/``OPENAI_API_KEY`` are honoured when the
+project's own variables are unset.  Nothing here runs at import time.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from producer.triple import Limits
+from prompts import NAMES
+
+__all__ = ["OPENAI_DEFAULT_BASE_URL", "Settings"]
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="VEREDITO_", extra="ignore", populate_by_name=True)
+
+    broker_url: str = "amqp://guest:guest@localhost:5672//"
+
+    judge: Literal["auto", "llm", "rules"] = "auto"
+    prompts: Annotated[tuple[str, ...], NoDecode] = ("claims", "faithfulness")
+
+    llm_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("VEREDITO_LLM_BASE_URL", "OPENAI_BASE_URL")
+    )
+    llm_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("VEREDITO_LLM_API_KEY", "OPENAI_API_KEY")
+    )
+    llm_model: str = "gpt-4o-mini"
+    llm_timeout: float = Field(default=60.0, gt=0, description="seconds per judge request")
+    llm_max_tokens: int = Field(default=2048, gt=0)
+    llm_json_mode: bool = True
+    llm_max_attempts: int = Field(
+        default=4, ge=1, description="tries per request on retryable errors"
+    )
+    llm_max_backoff: float = Field(default=30.0, ge=0, description="longest wait between tries")
+
+    concurrency: int = Field(default=100, ge=1, description="evaluations in flight per worker")
+    metrics_port: int | None = None
+    app_label_limit: int = Field(default=50, ge=1)
+
+    max_chunks: int = Field(default=64, ge=1)
+    max_triple_bytes: int = Field(default=256 * 1024, ge=1)
+
+    log_level: str = "INFO"
+
+    @field_validator("prompts", mode="before")
+    @classmethod
+    def _split_prompts(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [p.strip() for p in value.split(",") if p.strip()]
+        return value
+
+    @field_validator("prompts")
+    @classmethod
+    def _known_prompts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [p for p in value if p not in NAMES]
+        if unknown or not value:
+            raise ValueError(f"prompts must be a comma-separated subset of {','.join(NAMES)}")
+        return tuple(dict.fromkeys(value))
+
+    @field_validator("llm_base_url")
+    @classmethod
+    def _strip_slash(cls, value: str | None) -> str | None:
+        return value.rstrip("/") if value else None
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(max_chunks=self.max_chunks, max_bytes=self.max_triple_bytes)
+
+    @property
+    def llm_configured(self) -> bool:
+        return bool(self.llm_base_url or self.llm_api_key)
+
+    @property
+    def effective_base_url(self) -> str:
+        return self.llm_base_url or OPENAI_DEFAULT_BASE_URL
+
+    def resolved_judge(self) -> Literal["llm", "rules"]:
+        if self.judge == "auto":
+            return "llm" if self.llm_configured else "rules"
+        return self.judge

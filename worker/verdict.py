@@ -1,0 +1,104 @@
+"""The verdict (spec §6): one JSON object per triple, whatever happened to it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "CATEGORIES",
+    "VERDICTS",
+    "Claim",
+    "Faithfulness",
+    "JudgeInfo",
+    "RuleFinding",
+    "Verdict",
+    "VerdictError",
+    "utc_now",
+]
+
+VerdictLabel = Literal["grounded", "partial", "invented", "contradicted"]
+VERDICTS: tuple[str, ...] = ("grounded", "partial", "invented", "contradicted")
+CATEGORIES: tuple[str, ...] = (
+    "LEI",
+    "CNPJ_CPF_RG",
+    "ENTIDADE_BR",
+    "PRAZO_VALOR",
+    "POLITICA",
+    "GEOGRAFIA_BR",
+    "GENERICA",
+)
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Claim(_Model):
+    text: str
+    verdict: VerdictLabel
+    category: str | None = None
+    chunk_idx: int | None = None
+    source: Literal["llm", "rules"] = "llm"
+
+    @property
+    def supported(self) -> bool:
+        return self.verdict in ("grounded", "partial")
+
+
+class Faithfulness(_Model):
+    score: float
+    reasoning: str = ""
+    unsupported_claims: list[str] = Field(default_factory=list)
+
+
+class RuleFinding(_Model):
+    category: str
+    text: str
+    kind: str
+    claim_idx: int | None = None
+
+
+class JudgeInfo(_Model):
+    kind: Literal["llm", "rules"]
+    model: str | None = None
+    prompts: dict[str, str] = Field(default_factory=dict)
+
+
+class VerdictError(_Model):
+    kind: str
+    message: str
+    raw_reply: str | None = None  # failed verdicts of kind judge_output_invalid keep the reply
+
+
+class Verdict(_Model):
+    id: str
+    status: Literal["ok", "rejected", "failed"]
+    error: VerdictError | None = None
+    judge: JudgeInfo | None = None
+    claims: list[Claim] = Field(default_factory=list)
+    score: float | None = None
+    reported_score: float | None = None
+    hallucinated: bool = False
+    categories: dict[str, int] = Field(default_factory=dict)
+    faithfulness: Faithfulness | None = None
+    rule_findings: list[RuleFinding] = Field(default_factory=list)
+    reasoning: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    usage: dict[str, int] = Field(
+        default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0}
+    )
+    timings: dict[str, float] = Field(default_factory=dict)
+    evaluated_at: str = Field(default_factory=utc_now)
+    source: dict[str, Any] | None = None  # where the triple came from (file and line), if known
+
+    @property
+    def app(self) -> str | None:
+        app = self.metadata.get("app")
+        return app if isinstance(app, str) and app else None
