@@ -17,9 +17,11 @@ RETRY_POLICY = {"max_retries": 10, "interval_start": 0.2, "interval_step": 0.5, 
 
 def publish_verdict(producer: Producer, verdict: Verdict) -> None:
     """Persistent, ``message_id`` = triple id, routed ``verdict.<status>.<app>``."""
+    exchange = topology.verdicts_exchange()
     producer.publish(
         verdict.model_dump_json().encode("utf-8"),
-        exchange=topology.verdicts_exchange(),
+        exchange=exchange,
+        declare=[exchange],  # also teaches kombu's Redis emulation that it is a topic exchange
         routing_key=topology.verdict_routing_key(verdict.status, verdict.app),
         message_id=verdict.id,
         delivery_mode=2,
