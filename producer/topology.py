@@ -76,8 +76,11 @@ def dead_queue(broker_url: str) -> Queue:
     )
 
 
+_VERDICTS_EXCHANGE = Exchange(VERDICTS_EXCHANGE, type="topic", durable=True)
+
+
 def verdicts_exchange() -> Exchange:
-    return Exchange(VERDICTS_EXCHANGE, type="topic", durable=True)
+    return _VERDICTS_EXCHANGE
 
 
 def verdicts_queue(broker_url: str) -> Queue:

@@ -28,6 +28,10 @@ class Template:
     def render(self, query: str, chunks: Sequence[str], answer: str) -> str:
         return render_prompt(self, query, chunks, answer)
 
+    def fill(self, query: str, context_block: str, answer: str) -> str:
+        """Render with an already numbered context block (see :func:`render_context`)."""
+        return self.text.format(query=query, context=context_block, answer=answer)
+
 
 @cache
 def load_template(name: str) -> Template:
@@ -50,4 +54,4 @@ def render_context(chunks: Sequence[str]) -> str:
 
 
 def render_prompt(template: Template, query: str, chunks: Sequence[str], answer: str) -> str:
-    return template.text.format(query=query, context=render_context(chunks), answer=answer)
+    return template.fill(query, render_context(chunks), answer)

@@ -245,17 +245,19 @@ def test_verdict_messages_are_persistent_and_routed(broker_url: str, tmp_path: P
 def test_results_skips_ids_already_written_and_cuts_a_torn_line(
     broker_url: str, tmp_path: Path
 ) -> None:
-    from worker.publish import publish_verdict
+    from worker.publish import Publisher, verdict_message
     from worker.results import collect
     from worker.verdict import Verdict
 
     out = tmp_path / "verdicts.jsonl"
     out.write_bytes(b'{"id": "v0", "status": "ok"}\n{"id": "v1", "sta')  # crash mid-write
-    with Connection(broker_url, transport_options={"confirm_publish": True}) as conn:
-        topology.verdicts_queue(broker_url)(conn.channel()).declare()
-        producer = conn.Producer()
-        for vid in ("v0", "v1", "v1", "v2"):
-            publish_verdict(producer, Verdict(id=vid, status="ok"))
+    publisher = Publisher(broker_url).start()
+    try:
+        publisher.publish(
+            [verdict_message(Verdict(id=v, status="ok")) for v in ("v0", "v1", "v1", "v2")]
+        )
+    finally:
+        publisher.close()
     sink = collect(broker_url, str(out), limit=2, idle_timeout=10)
     ids = [json.loads(line)["id"] for line in out.read_text().splitlines()]
     assert ids == ["v0", "v1", "v2"]

@@ -8,8 +8,9 @@ Configuration is read when Celery first needs it (``on_configure``), or handed o
    waiting for the broker's confirms;
 3. returns, and only then does Celery ack the triple (``acks_late``).
 
-If publishing fails after kombu's retries, the task raises and the triple is rejected without
-requeue, so RabbitMQ dead-letters it to ``veredito.dead``: nothing is acked without a verdict.
+If publishing fails after the publisher's retries, the task raises and the triple is rejected
+without requeue, so RabbitMQ dead-letters it to ``veredito.dead``: nothing is acked without a
+verdict.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from celery import Celery, signals
 from producer import topology
 from worker.logs import configure_logging
 from worker.metrics import Metrics
-from worker.publish import publish_dead_letter, publish_verdict
+from worker.pipeline import Outcome
+from worker.publish import Publisher, dead_letter_message, verdict_message
 from worker.runtime import Runtime
 from worker.settings import Settings
 
@@ -63,7 +65,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_create_missing_queues": False,
         "worker_pool": "threads",
         "worker_concurrency": settings.concurrency,
-        "worker_prefetch_multiplier": 1,
+        "worker_prefetch_multiplier": 2,
         "worker_send_task_events": False,
         "worker_hijack_root_logger": False,
     }
@@ -114,6 +116,18 @@ def runtime() -> Runtime:
     return value
 
 
+def publisher() -> Publisher:
+    value = _state.get("publisher")
+    if value is None:
+        with _lock:
+            value = _state.get("publisher")
+            if value is None:
+                value = Publisher(settings().broker_url).start()
+                _state["publisher"] = value
+    assert isinstance(value, Publisher)
+    return value
+
+
 @signals.worker_init.connect
 def _start(**_: Any) -> None:
     current = settings()
@@ -122,10 +136,7 @@ def _start(**_: Any) -> None:
         metrics().serve(port)
         log.info("metrics on :%d/metrics", port)
     runtime()
-    with app.connection_for_write() as conn:
-        channel = conn.default_channel
-        topology.verdicts_queue(current.broker_url)(channel).declare()
-        topology.dead_queue(current.broker_url)(channel).declare()
+    publisher()  # connects and declares the verdicts and dead-letter queues
 
 
 @signals.worker_shutdown.connect
@@ -133,6 +144,9 @@ def _stop(**_: Any) -> None:
     value = _state.pop("runtime", None)
     if isinstance(value, Runtime):
         value.close()
+    sender = _state.pop("publisher", None)
+    if isinstance(sender, Publisher):
+        sender.close()
 
 
 @app.task(name=topology.TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True)
@@ -148,11 +162,15 @@ def evaluate(
     envelope: dict[str, Any] = {"triple": triple, "source": source}
     if error is not None:
         envelope.update(error=error, raw=raw)
-    outcome = runtime().evaluate(envelope)
-    with app.producer_or_acquire() as producer:
-        publish_verdict(producer, outcome.verdict)
+    sender = publisher()
+
+    async def publish(outcome: Outcome) -> None:
+        messages = [verdict_message(outcome.verdict)]
         if outcome.dead_letter is not None:
-            publish_dead_letter(producer, outcome.dead_letter)
+            messages.append(dead_letter_message(outcome.dead_letter))
+        await sender.publish_async(messages)  # confirmed before Celery acks the triple
+
+    outcome = runtime().evaluate(envelope, then=publish)
     latency = time.time() - produced_at if isinstance(produced_at, int | float) else None
     m = metrics()
     m.record_verdict(outcome.verdict, latency)

@@ -39,7 +39,7 @@ def _settings(args: argparse.Namespace, **extra: Any) -> Settings:
 def _add_judge_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--judge", choices=["auto", "llm", "rules"], help="default: auto")
     p.add_argument("--prompts", help="claims,faithfulness (default both)")
-    p.add_argument("--concurrency", type=int, help="evaluations in flight (default 100)")
+    p.add_argument("--concurrency", type=int, help="evaluations in flight (default 128)")
     p.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
 
 

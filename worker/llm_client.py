@@ -11,8 +11,10 @@ once.  See :mod:`worker.errors`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import random
 import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
@@ -24,7 +26,6 @@ from tenacity import (
     RetryCallState,
     retry_if_exception_type,
     stop_after_attempt,
-    wait_exponential_jitter,
 )
 
 from worker.errors import (
@@ -95,7 +96,7 @@ class ChatClient:
         self._session = session
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
-        self._headers = {"Content-Type": "application/json"}
+        self._headers = {"Content-Type": "application/json; charset=utf-8"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._timeout = aiohttp.ClientTimeout(total=timeout)
@@ -104,7 +105,6 @@ class ChatClient:
         self.max_attempts = max_attempts
         self.max_backoff = max_backoff
         self._metrics = metrics
-        self._backoff = wait_exponential_jitter(multiplier=0.5, max=max_backoff, jitter=0.5)
 
     def request_body(self, messages: list[Message]) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -117,28 +117,44 @@ class ChatClient:
             body["response_format"] = {"type": "json_object"}
         return body
 
-    def _wait(self, state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
+    def _delay(self, exc: BaseException | None, attempt: int) -> float:
+        """Seconds to wait after failed try number ``attempt``: Retry-After, else backoff."""
         if isinstance(exc, JudgeRateLimited) and exc.retry_after is not None:
             return min(exc.retry_after, self.max_backoff)
-        return float(self._backoff(state))
+        backoff: float = 0.5 * 2 ** (attempt - 1) + random.uniform(0, 0.5)
+        return min(self.max_backoff, backoff)
 
-    def _before_sleep(self, state: RetryCallState) -> None:
+    def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
+        return self._delay(exc, state.attempt_number + 1)  # try 1 happened before tenacity
+
+    def _note_retry(self, exc: BaseException | None, attempt: int) -> None:
         reason = _retry_reason(exc)
         if self._metrics is not None:
-            self._metrics.retries.labels(reason).inc()
+            self._metrics.child(self._metrics.retries, reason).inc()
         log.warning(
             "judge request failed (%s), try %d of %d",
             reason,
-            state.attempt_number,
+            attempt,
             self.max_attempts,
             extra={"reason": reason, "error": type(exc).__name__},
         )
 
+    def _before_sleep(self, state: RetryCallState) -> None:
+        self._note_retry(
+            state.outcome.exception() if state.outcome else None, state.attempt_number + 1
+        )
+
     async def complete(self, messages: list[Message]) -> Completion:
+        try:  # the first try costs no retry machinery
+            return await self._request(messages)
+        except RetryableError as exc:
+            if self.max_attempts <= 1:
+                raise
+            self._note_retry(exc, 1)
+            await asyncio.sleep(self._delay(exc, 1))
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.max_attempts),
+            stop=stop_after_attempt(self.max_attempts - 1),
             wait=self._wait,
             retry=retry_if_exception_type(RetryableError),
             before_sleep=self._before_sleep,
@@ -156,10 +172,9 @@ class ChatClient:
             completion = await self._post(messages)
             outcome = "ok"
             if self._metrics is not None:
-                self._metrics.tokens.labels(self.model, "prompt").inc(completion.prompt_tokens)
-                self._metrics.tokens.labels(self.model, "completion").inc(
-                    completion.completion_tokens
-                )
+                m = self._metrics
+                m.child(m.tokens, self.model, "prompt").inc(completion.prompt_tokens)
+                m.child(m.tokens, self.model, "completion").inc(completion.completion_tokens)
             return completion
         except JudgeTimeout:
             outcome = "timeout"
@@ -172,19 +187,20 @@ class ChatClient:
             raise
         finally:
             if self._metrics is not None:
-                self._metrics.request_duration.labels(self.model, outcome).observe(
+                self._metrics.child(self._metrics.request_duration, self.model, outcome).observe(
                     time.perf_counter() - started
                 )
 
     async def _post(self, messages: list[Message]) -> Completion:
-        body = self.request_body(messages)
+        body = json.dumps(self.request_body(messages), ensure_ascii=False).encode("utf-8")
         try:
             async with self._session.post(
-                self.url, json=body, headers=self._headers, timeout=self._timeout
+                self.url, data=body, headers=self._headers, timeout=self._timeout
             ) as response:
                 status = response.status
-                text = await response.text()
+                raw = await response.read()
                 retry_after = _retry_after(response.headers.get("Retry-After"))
+            text = raw.decode("utf-8", errors="replace")
         except TimeoutError as exc:
             raise JudgeTimeout(f"no answer from {self.url} in {self._timeout.total}s") from exc
         except aiohttp.ClientError as exc:

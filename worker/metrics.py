@@ -8,7 +8,9 @@ multiprocess mode is needed.
 from __future__ import annotations
 
 import threading
+from collections import Counter as Tally
 from collections.abc import Iterable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
@@ -20,6 +22,7 @@ SCORE_BUCKETS = tuple(round(i / 10, 1) for i in range(1, 11))
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 3600)
 REQUEST_BUCKETS = (0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1, 1.5, 2, 3, 5, 8, 13, 20, 30, 60)
 REPAIR_KINDS = ("fence", "prose", "syntax", "category", "chunk_idx", "empty_claim")
+_CATEGORY_LABELS = frozenset((*CATEGORIES, "none"))
 
 
 class Metrics:
@@ -30,6 +33,7 @@ class Metrics:
         self._app_limit = app_label_limit
         self._apps: set[str] = set()
         self._lock = threading.Lock()
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         r = self.registry
         self.evaluations = Counter(
             "veredito_evaluations_total",
@@ -102,6 +106,14 @@ class Metrics:
             registry=r,
         )
 
+    def child(self, metric: Any, *values: str) -> Any:
+        """``metric.labels(*values)``, cached: label look-ups are on every evaluation's path."""
+        key = (id(metric), values)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*values)
+        return found
+
     def app_label(self, app: str | None) -> str:
         """The app's own name for the first ``app_label_limit`` apps seen, ``other`` after."""
         if not app:
@@ -120,21 +132,24 @@ class Metrics:
     def record_verdict(self, verdict: Verdict, latency: float | None = None) -> None:
         app = self.app_label(verdict.app)
         judge = verdict.judge.kind if verdict.judge else "none"
-        self.evaluations.labels(app, judge, verdict.status).inc()
+        self.child(self.evaluations, app, judge, verdict.status).inc()
         if verdict.status == "ok":
-            for claim in verdict.claims:
-                category = "none" if claim.verdict == "grounded" else (claim.category or "GENERICA")
-                if claim.verdict in VERDICTS and category in (*CATEGORIES, "none"):
-                    self.claims.labels(app, judge, claim.verdict, category).inc()
+            counts = Tally(
+                (c.verdict, "none" if c.verdict == "grounded" else (c.category or "GENERICA"))
+                for c in verdict.claims
+            )
+            for (label, category), n in counts.items():
+                if label in VERDICTS and category in _CATEGORY_LABELS:
+                    self.child(self.claims, app, judge, label, category).inc(n)
             if verdict.hallucinated:
-                self.hallucinated.labels(app, judge).inc()
+                self.child(self.hallucinated, app, judge).inc()
             if verdict.score is not None:
-                self.score.labels(app, judge).observe(verdict.score)
+                self.child(self.score, app, judge).observe(verdict.score)
             if verdict.faithfulness is not None:
-                self.faithfulness.labels(app).observe(verdict.faithfulness.score)
+                self.child(self.faithfulness, app).observe(verdict.faithfulness.score)
         if latency is not None and latency >= 0:
-            self.latency.labels(app).observe(latency)
+            self.child(self.latency, app).observe(latency)
 
     def record_repairs(self, kinds: Iterable[str]) -> None:
         for kind in kinds:
-            self.repairs.labels(kind if kind in REPAIR_KINDS else "other").inc()
+            self.child(self.repairs, kind if kind in REPAIR_KINDS else "other").inc()

@@ -44,6 +44,7 @@ _VERDICT_WORDS: dict[str, VerdictLabel] = {
     "contraditoria": "contradicted",
 }
 _NO_CATEGORY = {"", "null", "none"}
+_DECODER = json.JSONDecoder()
 
 
 @dataclass
@@ -62,7 +63,8 @@ def _fold(text: str) -> str:
 def normalise_verdict(value: object) -> VerdictLabel | None:
     if not isinstance(value, str):
         return None
-    return _VERDICT_WORDS.get(_fold(value))
+    found = _VERDICT_WORDS.get(value)  # the common case: the exact English word
+    return found if found is not None else _VERDICT_WORDS.get(_fold(value))
 
 
 def _object_end(text: str, start: int) -> int | None:
@@ -95,18 +97,23 @@ def extract_json_object(text: str, repairs: list[str]) -> dict[str, Any]:
     start = text.find("{")
     if start < 0:
         raise JudgeOutputInvalid("the reply contains no JSON object", text)
-    end = _object_end(text, start)
+    end: int | None
+    try:  # fast path: the C decoder finds where the first object ends
+        value, end = _DECODER.raw_decode(text, start)
+    except ValueError:
+        value, end = None, _object_end(text, start)
     candidate = text[start:end] if end is not None else text[start:]
     before, after = text[:start], text[end:] if end is not None else ""
     if "```" in before or "```" in after:
         repairs.append("fence")
     elif before.strip() or after.strip():
         repairs.append("prose")
-    try:
-        value = json.loads(candidate)
-    except ValueError:
-        value = json_repair.repair_json(candidate, return_objects=True, skip_json_loads=True)
-        repairs.append("syntax")
+    if value is None:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            value = json_repair.repair_json(candidate, return_objects=True, skip_json_loads=True)
+            repairs.append("syntax")
     if not isinstance(value, dict):
         raise JudgeOutputInvalid("the reply's JSON is not an object", text)
     return value

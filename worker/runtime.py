@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from typing import Any
 
@@ -44,14 +45,27 @@ class Runtime:
         self._judge = build_judge(self.settings, self._session, self.metrics)
         self.pipeline = Pipeline(self._judge, self.settings.limits, self.metrics)
 
-    def submit(self, envelope: dict[str, Any]) -> Future[Outcome]:
+    def submit(
+        self, envelope: dict[str, Any], then: Callable[[Outcome], Awaitable[None]] | None = None
+    ) -> Future[Outcome]:
+        """Evaluate on the loop; ``then`` (say, publishing the verdict) runs there right after."""
         if self.pipeline is None:
             raise RuntimeError("runtime not started")
-        return asyncio.run_coroutine_threadsafe(self.pipeline.evaluate(envelope), self._loop)
+        pipeline = self.pipeline
 
-    def evaluate(self, envelope: dict[str, Any]) -> Outcome:
-        """Evaluate from any thread, blocking that thread until the verdict is ready."""
-        return self.submit(envelope).result()
+        async def run() -> Outcome:
+            outcome = await pipeline.evaluate(envelope)
+            if then is not None:
+                await then(outcome)
+            return outcome
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop)
+
+    def evaluate(
+        self, envelope: dict[str, Any], then: Callable[[Outcome], Awaitable[None]] | None = None
+    ) -> Outcome:
+        """Evaluate from any thread, blocking that thread until ``then`` has run too."""
+        return self.submit(envelope, then).result()
 
     def close(self) -> None:
         if not self._thread.is_alive():

@@ -43,7 +43,7 @@ class Settings(BaseSettings):
     )
     llm_max_backoff: float = Field(default=30.0, ge=0, description="longest wait between tries")
 
-    concurrency: int = Field(default=100, ge=1, description="evaluations in flight per worker")
+    concurrency: int = Field(default=128, ge=1, description="evaluations in flight per worker")
     metrics_port: int | None = None
     app_label_limit: int = Field(default=50, ge=1)
 

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from producer.triple import Triple
-from prompts import Template, load_template
+from prompts import load_template, render_context
 from worker.errors import JudgeOutputInvalid
 from worker.judges.base import Judgement
 from worker.llm_client import ChatClient, Completion, Message
@@ -56,10 +56,13 @@ class LLMJudge:
         claims_t = self._templates.get("claims")
         faith_t = self._templates.get("faithfulness")
         n = len(triple.context)
+        block = render_context(triple.context)
         if claims_t is not None:
-            jobs.append(self._ask(claims_t, triple, lambda text: parse_claims(text, n), result))
+            prompt = claims_t.fill(triple.query, block, triple.answer)
+            jobs.append(self._ask(prompt, lambda text: parse_claims(text, n), result))
         if faith_t is not None:
-            jobs.append(self._ask(faith_t, triple, parse_faithfulness_only(self._metrics), result))
+            prompt = faith_t.fill(triple.query, block, triple.answer)
+            jobs.append(self._ask(prompt, parse_faithfulness_only(self._metrics), result))
         outcomes = await asyncio.gather(*jobs, return_exceptions=True)
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
@@ -73,15 +76,8 @@ class LLMJudge:
                 result.faithfulness = outcome
         return result
 
-    async def _ask(
-        self, template: Template, triple: Triple, parse: Callable[[str], T], result: Judgement
-    ) -> T:
-        messages: list[Message] = [
-            {
-                "role": "user",
-                "content": template.render(triple.query, triple.context, triple.answer),
-            }
-        ]
+    async def _ask(self, prompt: str, parse: Callable[[str], T], result: Judgement) -> T:
+        messages: list[Message] = [{"role": "user", "content": prompt}]
         completion = await self._complete(messages, result)
         try:
             return self._read(completion, parse)
