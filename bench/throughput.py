@@ -196,8 +196,6 @@ def worker_rate(
     if len(arrivals) < n:
         raise SystemExit(f"only {len(arrivals)} of {n} verdicts arrived in {timeout}s")
     reset(url)
-    if os.environ.get("BENCH_TRACE"):
-        Path(os.environ["BENCH_TRACE"]).write_text("\n".join(f"{t:.4f}" for t in arrivals))
     return (n - 1) / (max(arrivals) - min(arrivals)), rss
 
 
