@@ -20,7 +20,7 @@ install: $(STAMP)
 
 ## Evaluate the shipped examples in-process (no broker); verdicts in $(OUT), summary on stderr.
 run: $(STAMP)
-	$(BIN)/python scripts/make_run.py $(INPUT) $(OUT)
+	$(BIN)/veredito run $(INPUT) --out $(OUT)
 
 ## Install what the tests need, make sure RabbitMQ and Redis answer, run the whole suite.
 test: $(STAMP)

@@ -185,7 +185,7 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     from producer import topology
     from worker.celery_app import app, configure
 
-    if settings.resolved_judge() == "rules":
+    if settings.resolved_judge() == "llm" and not settings.llm_configured:
         from worker.judges import NO_LLM_MESSAGE
 
         print(f"veredito: {NO_LLM_MESSAGE}", file=sys.stderr)

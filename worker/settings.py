@@ -27,6 +27,7 @@ class Settings(BaseSettings):
 
     judge: Literal["auto", "llm", "rules"] = "auto"
     prompts: Annotated[tuple[str, ...], NoDecode] = ("claims", "faithfulness")
+    cross_check: Literal["flag", "override", "off"] = "flag"
 
     llm_base_url: str | None = Field(
         default=None, validation_alias=AliasChoices("VEREDITO_LLM_BASE_URL", "OPENAI_BASE_URL")

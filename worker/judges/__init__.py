@@ -5,7 +5,9 @@ from __future__ import annotations
 import aiohttp
 
 from worker.judges.base import Judge, Judgement
+from worker.judges.crosscheck import CrossCheckedJudge
 from worker.judges.llm import LLMJudge
+from worker.judges.rules import RulesJudge
 from worker.llm_client import ChatClient
 from worker.metrics import Metrics
 from worker.settings import Settings
@@ -18,7 +20,7 @@ class JudgeNotConfigured(RuntimeError):
 
 
 NO_LLM_MESSAGE = (
-    "no LLM judge is configured. Point veredito at an OpenAI-compatible endpoint:\n"
+    "--judge llm needs an LLM endpoint. Point veredito at an OpenAI-compatible one:\n"
     "  export VEREDITO_LLM_BASE_URL=https://api.openai.com/v1   # or vLLM, Ollama, Maritaca ...\n"
     "  export VEREDITO_LLM_API_KEY=sk-...\n"
     "  export VEREDITO_LLM_MODEL=gpt-4o-mini\n"
@@ -38,6 +40,8 @@ def build_judge(
 ) -> Judge:
     kind = settings.resolved_judge()
     if kind == "rules":
+        return RulesJudge()
+    if not settings.llm_configured:
         raise JudgeNotConfigured(NO_LLM_MESSAGE)
     client = ChatClient(
         session,
@@ -51,4 +55,7 @@ def build_judge(
         max_backoff=settings.llm_max_backoff,
         metrics=metrics,
     )
-    return LLMJudge(client, settings.prompts, metrics)
+    judge: Judge = LLMJudge(client, settings.prompts, metrics)
+    if settings.cross_check != "off":
+        judge = CrossCheckedJudge(judge, settings.cross_check, metrics)
+    return judge

@@ -1,0 +1,68 @@
+"""Cross-check: the rules detectors read the claims an LLM judge called grounded.
+
+A mention the detectors prove absent from the context, conflicting with it, or with wrong check
+digits, inside a claim the LLM called ``grounded``, becomes a ``rule_findings`` entry and counts in
+``veredito_rule_disagreements_total{category}``. In ``override`` mode the claim also becomes
+``invented``/``contradicted`` with the mention's category (``source: "rules"``); in ``flag`` mode
+(the default) the LLM's verdict stands.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from producer.triple import Triple
+from worker.judges.base import Judge, Judgement
+from worker.metrics import Metrics
+from worker.rules import check_text, index_context
+from worker.verdict import JudgeInfo, RuleFinding
+
+__all__ = ["CrossCheckedJudge"]
+
+
+class CrossCheckedJudge:
+    def __init__(
+        self, inner: Judge, mode: Literal["flag", "override"], metrics: Metrics | None = None
+    ) -> None:
+        self._inner = inner
+        self.mode = mode
+        self._metrics = metrics
+
+    @property
+    def info(self) -> JudgeInfo:
+        return self._inner.info
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def judge(self, triple: Triple) -> Judgement:
+        judgement = await self._inner.judge(triple)
+        if not judgement.claims:
+            return judgement
+        ctx = index_context(triple.context)
+        for i, claim in enumerate(judgement.claims):
+            if claim.verdict != "grounded":
+                continue
+            bad = [c for c in check_text(claim.text, ctx) if c.status != "grounded"]
+            for check in bad:
+                category = check.mention.category
+                judgement.rule_findings.append(
+                    RuleFinding(
+                        category=category,
+                        text=check.mention.text,
+                        kind=check.finding or "absent_from_context",
+                        claim_idx=i,
+                    )
+                )
+                if self._metrics is not None:
+                    self._metrics.child(self._metrics.disagreements, category).inc()
+            if bad and self.mode == "override":
+                judgement.claims[i] = claim.model_copy(
+                    update={
+                        "verdict": bad[0].status,
+                        "category": bad[0].mention.category,
+                        "chunk_idx": None,
+                        "source": "rules",
+                    }
+                )
+        return judgement

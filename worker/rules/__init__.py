@@ -1,0 +1,17 @@
+"""The rules judge: deterministic, offline detectors of Brazilian facts (spec §8).
+
+``detectors`` finds mentions (laws, ID numbers, public bodies, amounts and deadlines,
+programmes, places), ``engine`` compares them with the context and judges claims, ``text``
+holds the Portuguese text handling and ``gazetteer`` the names it knows.
+"""
+
+from worker.rules.engine import (
+    Check,
+    ClaimJudgement,
+    ContextIndex,
+    check_text,
+    index_context,
+    judge_answer,
+)
+
+__all__ = ["Check", "ClaimJudgement", "ContextIndex", "check_text", "index_context", "judge_answer"]

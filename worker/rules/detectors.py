@@ -1,0 +1,644 @@
+"""Detectors of the Brazilian facts the claims prompt names (spec §8).
+
+Each detector finds :class:`Mention` s in a text. A mention has one or more *keys*
+(``"<kind>|<normalised value>"``): two surface forms of the same fact get the same key
+(``Lei 8078/90`` and ``Lei nº 8.078, de 11 de setembro de 1990`` → ``law|lei:8078``; ``CDC``
+also carries ``law|lei:8078``; ``R$ 1.500,00`` and ``mil e quinhentos reais`` →
+``money|150000``). Comparison with the context (``worker.rules.compare``) works on keys only.
+
+Detectors run on ``digitise``-d text (numbers in words already turned into digits).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache
+
+from validate_docbr import CNPJ, CPF
+
+from worker.rules import gazetteer as gz
+from worker.rules.text import fold
+
+__all__ = ["DETECTORS", "Mention", "find_mentions"]
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    category: str
+    text: str
+    keys: frozenset[str]
+    start: int
+    end: int
+    contradictable: bool = True  # a different value of the same kind in the context contradicts
+    invalid: bool = False  # e.g. a CPF/CNPJ whose check digits are wrong
+    extra: frozenset[str] = frozenset()  # coarser keys a context mention also grounds
+
+    @property
+    def kinds(self) -> frozenset[str]:
+        return frozenset(k.partition("|")[0] for k in self.keys)
+
+
+def _fold_same_length(text: str) -> str:
+    """``fold`` that keeps every character's position (for mapping matches back)."""
+    out = []
+    for c in text:
+        f = fold(c)
+        out.append(f[0] if len(f) == 1 else (f[:1] or c))
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------- LEI
+
+_LAW_KIND = re.compile(
+    r"(?P<kind>lei\s+complementar|lei\s+ordin[aá]ria|lei|decreto[\s-]+lei|decreto|"
+    r"medida\s+provis[oó]ria|MP|portaria|instru[cç][aã]o\s+normativa|IN|resolu[cç][aã]o|"
+    r"emenda\s+constitucional|EC|circular|LC)"
+    r"(?P<issuer>(?:\s+(?:conjunta|normativa|RFB|SRF|ANS|ANEEL|ANATEL|Anatel|BCB|Bacen|CMN|CVM|"
+    r"ANPD|ANVISA|Anvisa|ANAC|Contran|CONTRAN|MTE|MTP|SRT|SEPRT|CGSN|Confaz|CONFAZ|PGFN|INSS|"
+    r"Susep|SUSEP|do\s+\w+|da\s+\w+))*)"
+    r"\s*(?:n[º°o]\s*\.?|n\.\s*[º°o]\.?|n\.|núm\.|número)?\s*"
+    r"(?P<number>\d{1,3}(?:\.\d{3})+|\d+)(?!\s*(?:%|dias|horas|anos|meses|por\s+100))"
+    r"(?:\s*[/-]\s*(?P<year>\d{4}|\d{2})\b"
+    r"|,?\s+de\s+\d{1,2}º?\s+de\s+[a-zç]+\s+de\s+(?P<year2>\d{4}))?",
+    re.IGNORECASE,
+)
+_LAW_KIND_CANON = {
+    "lei": "lei",
+    "lei ordinaria": "lei",
+    "lei complementar": "lc",
+    "lc": "lc",
+    "decreto": "decreto",
+    "decreto-lei": "dl",
+    "decreto lei": "dl",
+    "medida provisoria": "mp",
+    "mp": "mp",
+    "portaria": "portaria",
+    "instrucao normativa": "in",
+    "in": "in",
+    "resolucao": "resolucao",
+    "emenda constitucional": "ec",
+    "ec": "ec",
+    "circular": "circular",
+}
+_ARTICLE = re.compile(
+    r"\b(?:arts?\.|artigos?)\s*(?P<number>\d+)(?:\s*[º°o])?(?:-[A-Z]\b)?", re.IGNORECASE
+)
+_PARAGRAPH = re.compile(
+    r"(?:§\s*(?P<number>\d+)\s*[º°o]?|par[aá]grafo\s+(?P<unico>[uú]nico))", re.IGNORECASE
+)
+_INCISO = re.compile(r"\bincisos?\s+(?P<number>[IVXLC]+)\b")
+_ROMAN = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100}
+
+
+def _roman(numeral: str) -> int:
+    total, last = 0, 0
+    for ch in reversed(numeral.upper()):
+        value = _ROMAN[ch]
+        total = total - value if value < last else total + value
+        last = max(last, value)
+    return total
+
+
+def _year(two_or_four: str | None) -> int | None:
+    if not two_or_four:
+        return None
+    year = int(two_or_four)
+    if len(two_or_four) == 2:
+        year += 1900 if year >= 30 else 2000
+    return year
+
+
+def _law_acronym_patterns() -> list[tuple[re.Pattern[str], str]]:
+    out = []
+    for code, (_law, acronyms, _names) in gz.CODES.items():
+        for acronym in acronyms:
+            out.append((re.compile(rf"(?<![\w/]){re.escape(acronym)}(?![\w])"), code))
+    return out
+
+
+def _flexible(name: str) -> str:
+    """A folded name as a pattern where spaces and hyphens are interchangeable."""
+    return r"[\s-]+".join(re.escape(part) for part in re.split(r"[\s-]+", name))
+
+
+@dataclass(frozen=True, slots=True)
+class _Alternatives:
+    """One compiled alternation of many names; group ``g<i>`` is ``idents[i]``."""
+
+    pattern: re.Pattern[str]
+    idents: tuple[str, ...]
+
+    def matches(self, text: str) -> Iterable[tuple[int, int, str]]:
+        for m in self.pattern.finditer(text):
+            yield m.start(), m.end(), self.idents[int(str(m.lastgroup)[1:])]
+
+
+def _names_pattern(entries: dict[str, tuple[str, ...]]) -> _Alternatives | None:
+    alternatives = sorted(
+        ((name, ident) for ident, names in entries.items() for name in names),
+        key=lambda x: -len(x[0]),
+    )
+    if not alternatives:
+        return None
+    groups = "|".join(
+        f"(?P<g{i}>{_flexible(name)})" for i, (name, _ident) in enumerate(alternatives)
+    )
+    pattern = re.compile(rf"(?<![\w-])(?:{groups})(?![\w])")
+    return _Alternatives(pattern, tuple(ident for _name, ident in alternatives))
+
+
+@cache
+def _code_patterns() -> tuple[list[tuple[re.Pattern[str], str]], _Alternatives | None]:
+    return _law_acronym_patterns(), _names_pattern({c: v[2] for c, v in gz.CODES.items()})
+
+
+def _code_keys(code: str) -> frozenset[str]:
+    law = gz.CODES[code][0]
+    return frozenset({f"law|{law}" if law else f"law|code:{code}"})
+
+
+def _matches_names(names: _Alternatives | None, folded: str) -> Iterable[tuple[int, int, str]]:
+    return names.matches(folded) if names is not None else ()
+
+
+def detect_laws(text: str, folded: str) -> list[Mention]:
+    found: list[Mention] = []
+    for m in _LAW_KIND.finditer(text):
+        kind_word = m.group("kind")
+        if kind_word in ("MP", "IN", "EC", "LC") or kind_word.isupper():
+            pass
+        elif kind_word[0].isupper() is False and fold(kind_word) in ("in", "mp", "ec", "lc"):
+            continue  # "in", "mp" in lower case are not law kinds
+        kind = _LAW_KIND_CANON.get(re.sub(r"[\s-]+", " ", fold(kind_word)).replace(" lei", "-lei"))
+        kind = kind or _LAW_KIND_CANON.get(re.sub(r"\s+", " ", fold(kind_word)), "lei")
+        number = m.group("number").replace(".", "")
+        if kind == "lei" and len(number) <= 2 and not m.group("year"):
+            continue  # "lei 10" without a year is too weak to be a citation
+        year = _year(m.group("year") or m.group("year2"))
+        extra = frozenset({f"lawyear|{kind}:{number}/{year}", f"year|{year}"} if year else ())
+        found.append(
+            Mention(
+                "LEI",
+                m.group(0).strip(),
+                frozenset({f"law|{kind}:{number}"}),
+                m.start(),
+                m.end(),
+                extra=extra,
+            )
+        )
+    acronyms, names = _code_patterns()
+    for pattern, code in acronyms:
+        for m in pattern.finditer(text):
+            found.append(Mention("LEI", m.group(0), _code_keys(code), m.start(), m.end()))
+    for start, end, code in _matches_names(names, folded):
+        found.append(Mention("LEI", text[start:end], _code_keys(code), start, end))
+    for m in _ARTICLE.finditer(text):
+        found.append(
+            Mention(
+                "LEI", m.group(0), frozenset({f"article|{m.group('number')}"}), m.start(), m.end()
+            )
+        )
+    for m in _PARAGRAPH.finditer(text):
+        value = "unico" if m.group("unico") else m.group("number")
+        found.append(
+            Mention("LEI", m.group(0), frozenset({f"paragraph|{value}"}), m.start(), m.end())
+        )
+    for m in _INCISO.finditer(text):
+        found.append(
+            Mention(
+                "LEI",
+                m.group(0),
+                frozenset({f"inciso|{_roman(m.group('number'))}"}),
+                m.start(),
+                m.end(),
+            )
+        )
+    return found
+
+
+# ---------------------------------------------------------------------------- CNPJ_CPF_RG
+
+_CNPJ = re.compile(
+    r"(?<![\w./-])([0-9A-Z]{2}\.?[0-9A-Z]{3}\.?[0-9A-Z]{3}/?[0-9A-Z]{4}-?\d{2})(?![\w/-])"
+)
+_CPF_FORMATTED = re.compile(r"(?<![\w./-])(\d{3}\.\d{3}\.\d{3}-\d{2})(?![\w/-])")
+_CPF_CUED = re.compile(
+    r"\bCPF\b[^\d\n]{0,20}?(\d{3}\.?\d{3}\.?\d{3}-?\d{2})(?![\w/-])", re.IGNORECASE
+)
+_RG = re.compile(
+    r"\b(?:RG|R\.G\.|carteira de identidade|c[ée]dula de identidade|identidade)\b"
+    r"[^\d\n]{0,20}?(\d{1,2}\.?\d{3}\.?\d{3}-?[\dxX]|\d{5,10}-?[\dxX]?)(?![\w/-])",
+    re.IGNORECASE,
+)
+_cnpj, _cpf = CNPJ(), CPF()
+
+
+def detect_ids(text: str, folded: str) -> list[Mention]:
+    found: list[Mention] = []
+    spans: list[tuple[int, int]] = []
+    for m in _CNPJ.finditer(text):
+        raw = m.group(1)
+        plain = re.sub(r"[./-]", "", raw).upper()
+        if len(plain) != 14 or not any(c.isdigit() for c in plain[:12]):
+            continue
+        if not plain.isdigit() and ("." not in raw or "/" not in raw):
+            continue  # an alphanumeric CNPJ is only taken in its punctuated form
+        valid = bool(_cnpj.validate(raw))
+        found.append(
+            Mention(
+                "CNPJ_CPF_RG",
+                raw,
+                frozenset({f"cnpj|{plain}"}),
+                m.start(1),
+                m.end(1),
+                invalid=not valid,
+            )
+        )
+        spans.append((m.start(1), m.end(1)))
+    seen: set[int] = set()
+    for pattern in (_CPF_FORMATTED, _CPF_CUED):
+        for m in pattern.finditer(text):
+            if m.start(1) in seen or any(a <= m.start(1) < b for a, b in spans):
+                continue
+            seen.add(m.start(1))
+            raw = m.group(1)
+            plain = re.sub(r"\D", "", raw)
+            valid = bool(_cpf.validate(plain))
+            found.append(
+                Mention(
+                    "CNPJ_CPF_RG",
+                    raw,
+                    frozenset({f"cpf|{plain}"}),
+                    m.start(1),
+                    m.end(1),
+                    invalid=not valid,
+                )
+            )
+    for m in _RG.finditer(text):
+        plain = re.sub(r"[^\dX]", "", m.group(1).upper())
+        found.append(
+            Mention("CNPJ_CPF_RG", m.group(1), frozenset({f"rg|{plain}"}), m.start(1), m.end(1))
+        )
+    return found
+
+
+# ---------------------------------------------------------------------------- gazetteers
+
+
+def _acronym_pattern(
+    entries: dict[str, tuple[tuple[str, ...], tuple[str, ...]]],
+) -> _Alternatives:
+    alternatives = sorted(
+        ((a, ident) for ident, (acronyms, _names) in entries.items() for a in acronyms),
+        key=lambda x: -len(x[0]),
+    )
+    groups = "|".join(f"(?P<g{i}>{re.escape(a)})" for i, (a, _) in enumerate(alternatives))
+    pattern = re.compile(rf"(?<![\w])(?:{groups})(?![\w])")
+    return _Alternatives(pattern, tuple(ident for _a, ident in alternatives))
+
+
+@cache
+def _gazetteer_patterns(name: str) -> tuple[_Alternatives, _Alternatives | None]:
+    entries = gz.BODIES if name == "bodies" else gz.PROGRAMMES
+    return _acronym_pattern(entries), _names_pattern({k: v[1] for k, v in entries.items()})
+
+
+def _detect_gazetteer(text: str, folded: str, name: str, category: str, kind: str) -> list[Mention]:
+    acronyms, names = _gazetteer_patterns(name)
+    found = []
+    for start, end, ident in acronyms.matches(text):
+        found.append(
+            Mention(
+                category,
+                text[start:end],
+                frozenset({f"{kind}|{ident}"}),
+                start,
+                end,
+                contradictable=False,
+            )
+        )
+    for start, end, ident in _matches_names(names, folded):
+        found.append(
+            Mention(
+                category,
+                text[start:end],
+                frozenset({f"{kind}|{ident}"}),
+                start,
+                end,
+                contradictable=False,
+            )
+        )
+    return found
+
+
+def detect_bodies(text: str, folded: str) -> list[Mention]:
+    return _detect_gazetteer(text, folded, "bodies", "ENTIDADE_BR", "body")
+
+
+def detect_programmes(text: str, folded: str) -> list[Mention]:
+    return _detect_gazetteer(text, folded, "programmes", "POLITICA", "programme")
+
+
+# ---------------------------------------------------------------------------- GEOGRAFIA_BR
+
+_UF_CODES = "|".join(gz.UFS)
+_UF_AFTER_CITY = re.compile(rf"\s*(?:/|-|–|\()\s*({_UF_CODES})\b\)?")
+_UF_STANDALONE = re.compile(
+    rf"(?:(?<=[/(])\s*|\b(?:em|no|na|do|da|de|estado\s+d[eo])\s+)({_UF_CODES})\b(?![/-]\d)"
+)
+_CAPITALISED_RUN = re.compile(
+    r"(?<![\w-])[A-ZÁÉÍÓÚÂÊÔÃÕÇ][\w'’]+(?:-[\w'’]+)*"
+    r"(?:\s+(?:d[aeo]s?\s+)?[A-ZÁÉÍÓÚÂÊÔÃÕÇ][\w'’]+(?:-[\w'’]+)*)*"
+)
+_CITY_CUE = re.compile(
+    r"(?:cidade|munic[ií]pio|prefeitura|comarca|capital)\s+(?:de\s+|d[eo]\s+)?$", re.IGNORECASE
+)
+_UF_NAMES = {name: code for code, name in gz.UFS.items()}
+_BIG_CITIES = frozenset(
+    """manaus belem fortaleza recife curitiba florianopolis goiania teresina maceio aracaju
+    joinville londrina campinas guarulhos osasco santos sorocaba uberlandia contagem betim niteroi
+    petropolis juazeiro cuiaba macapa brasilia maringa cascavel blumenau chapeco pelotas diadema
+    maua jundiai piracicaba bauru limeira taubate jacarei barueri carapicuiba itaquaquecetuba
+    anapolis cariacica olinda caruaru petrolina mossoro parnamirim sobral caucaia maraba santarem
+    ananindeua imperatriz araguaina rondonopolis dourados uberaba ipatinga divinopolis macae
+    ilheus itabuna camacari guarapuava criciuma itajai gravatai viamao guaruja sumare hortolandia
+    indaiatuba americana aracatuba araraquara botucatu atibaia valinhos vinhedo paulinia cotia
+    suzano mogi""".split()
+)
+_REGION_PATTERN = _names_pattern({k: v for k, v in gz.REGIONS.items()})
+
+
+def _match_place(
+    text: str, offset: int, tokens: list[re.Match[str]], i: int, cities: dict[str, frozenset[str]]
+) -> tuple[Mention, int] | None:
+    """The longest run of tokens from ``i`` that names a place, and the token after it."""
+    for j in range(len(tokens), i, -1):
+        start, end = offset + tokens[i].start(), offset + tokens[j - 1].end()
+        surface = text[start:end].rstrip(".,;:!?)")
+        end = start + len(surface)
+        name = fold(surface)
+        if name == "para" and surface != "Pará":
+            continue  # "Para" opening a sentence is the preposition
+        uf_code = _UF_NAMES.get(name)
+        is_city = name in cities
+        if not uf_code and not is_city:
+            continue
+        after = _UF_AFTER_CITY.match(text, end)
+        cued = bool(after and after.group(1) in cities.get(name, ()))
+        cued = cued or bool(_CITY_CUE.search(text[max(0, start - 30) : start]))
+        keys: set[str] = set()
+        extra: set[str] = set()
+        if uf_code:
+            keys.add(f"uf|{uf_code}")
+            if is_city:  # "São Paulo", "Rio de Janeiro": the state or its capital
+                keys.add(f"city|{name}")
+        if is_city and (
+            cued
+            or (name not in gz.AMBIGUOUS_CITIES and (len(name.split()) > 1 or name in _BIG_CITIES))
+        ):
+            keys.add(f"city|{name}")
+            if cued and after:
+                extra.add(f"uf|{after.group(1)}")
+            elif len(cities[name]) == 1 and not uf_code:
+                extra.add(f"uf|{next(iter(cities[name]))}")
+        if not keys:
+            continue
+        mention_end = after.end() if (after and cued) else end
+        mention = Mention(
+            "GEOGRAFIA_BR",
+            text[start:mention_end],
+            frozenset(keys),
+            start,
+            mention_end,
+            extra=frozenset(extra),
+        )
+        return mention, j
+    return None
+
+
+def detect_places(text: str, folded: str) -> list[Mention]:
+    cities = gz.municipalities()
+    found: list[Mention] = []
+    covered: list[tuple[int, int]] = []
+    for run in _CAPITALISED_RUN.finditer(text):
+        words = run.group(0)
+        # longest prefix-anchored sub-run that names a place
+        tokens = list(re.finditer(r"\S+", words))
+        i = 0
+        while i < len(tokens):
+            matched = _match_place(text, run.start(), tokens, i, cities)
+            if matched is None:
+                i += 1
+                continue
+            mention, j = matched
+            found.append(mention)
+            covered.append((mention.start, mention.end))
+            i = j
+    for m in _UF_STANDALONE.finditer(text):
+        if any(a <= m.start(1) < b for a, b in covered):
+            continue
+        found.append(
+            Mention(
+                "GEOGRAFIA_BR", m.group(1), frozenset({f"uf|{m.group(1)}"}), m.start(1), m.end(1)
+            )
+        )
+    for start, end, region in _matches_names(_REGION_PATTERN, folded):
+        found.append(
+            Mention("GEOGRAFIA_BR", text[start:end], frozenset({f"region|{region}"}), start, end)
+        )
+    return found
+
+
+# ---------------------------------------------------------------------------- PRAZO_VALOR
+
+_MONEY = re.compile(
+    r"(?:R\$|US\$|€)\s*(?P<a>\d{1,3}(?:\.\d{3})+|\d+)(?:,(?P<ac>\d{1,2}))?"
+    r"|(?P<b>\d{1,3}(?:\.\d{3})+|\d+)(?:,(?P<bc>\d{1,2}))?\s+(?:de\s+)?reais\b",
+    re.IGNORECASE,
+)
+_PERCENT = re.compile(r"(?P<n>\d+(?:[.,]\d+)?)\s*(?:%|por\s*cento\b|por\s+100\b)", re.IGNORECASE)
+_MONTHS = {
+    "janeiro": 1,
+    "fevereiro": 2,
+    "marco": 3,
+    "abril": 4,
+    "maio": 5,
+    "junho": 6,
+    "julho": 7,
+    "agosto": 8,
+    "setembro": 9,
+    "outubro": 10,
+    "novembro": 11,
+    "dezembro": 12,
+}
+_DATE_NUMERIC = re.compile(r"(?<![\d/])(?P<d>\d{1,2})/(?P<m>\d{1,2})/(?P<y>\d{4}|\d{2})(?![\d/])")
+_DATE_WORDS = re.compile(
+    r"(?:(?P<d>\d{1,2})\s*[º°o]?|(?P<first>primeiro))\s+de\s+(?P<month>janeiro|fevereiro|mar[cç]o|"
+    r"abril|maio|junho|julho|agosto|setembro|outubro|novembro|dezembro)(?:\s+de\s+(?P<y>\d{4}))?",
+    re.IGNORECASE,
+)
+_MONTH_YEAR = re.compile(
+    r"\b(?P<month>janeiro|fevereiro|mar[cç]o|abril|maio|junho|julho|agosto|setembro|outubro|"
+    r"novembro|dezembro)\s+de\s+(?P<y>\d{4})",
+    re.IGNORECASE,
+)
+_UNITS = {
+    "dia": ("day", 1),
+    "dias": ("day", 1),
+    "dia util": ("workday", 1),
+    "dias uteis": ("workday", 1),
+    "dias corridos": ("day", 1),
+    "hora": ("hour", 1),
+    "horas": ("hour", 1),
+    "mes": ("month", 1),
+    "meses": ("month", 1),
+    "ano": ("month", 12),
+    "anos": ("month", 12),
+    "semana": ("day", 7),
+    "semanas": ("day", 7),
+    "minuto": ("minute", 1),
+    "minutos": ("minute", 1),
+}
+_DURATION = re.compile(
+    r"(?P<n>\d+(?:,\d+)?)\s*(?:\(\s*[\w\s]+\s*\)\s*)?"
+    r"(?P<unit>dias?\s+[uú]teis|dia\s+[uú]til|dias\s+corridos|dias?|horas?|m[eê]s|meses|anos?|"
+    r"semanas?|minutos?)\b",
+    re.IGNORECASE,
+)
+_FRACTION = re.compile(
+    r"(?<![\d/])(?P<a>\d)/(?P<b>\d{1,2})(?![\d/])|\b(?P<w>metade|um\s+ter[cç]o|dois\s+ter[cç]os|"
+    r"um\s+quarto|tr[eê]s\s+quartos)\b",
+    re.IGNORECASE,
+)
+_FRACTION_WORDS = {
+    "metade": "1/2",
+    "um terco": "1/3",
+    "dois tercos": "2/3",
+    "um quarto": "1/4",
+    "tres quartos": "3/4",
+}
+_COUNT = re.compile(
+    r"(?P<n>\d+)\s+(?P<noun>vezes|parcelas|presta[cç][oõ]es|sal[aá]rios(?:\s+m[ií]nimos)?|"
+    r"faltas|dependentes|pontos|meses\s+de\s+contribui[cç][aã]o)\b",
+    re.IGNORECASE,
+)
+_YEAR = re.compile(r"(?<![\d.,/])(?P<y>(?:19|20)\d{2})(?![\d/]|[.,]\d)")
+_BIG_NUMBER = re.compile(r"(?<![\w.,/$])(?P<n>\d[\d .-]{2,}\d|\d{3,})(?![\w/%]|[.,]\d)")
+
+
+def _cents(integer: str, fraction: str | None) -> int:
+    value = int(integer.replace(".", "")) * 100
+    if fraction:
+        value += int(fraction.ljust(2, "0"))
+    return value
+
+
+def detect_amounts(text: str, folded: str) -> list[Mention]:
+    found: list[Mention] = []
+    spans: list[tuple[int, int]] = []
+
+    def add(m: re.Match[str], keys: set[str], extra: Iterable[str] = ()) -> None:
+        found.append(
+            Mention(
+                "PRAZO_VALOR",
+                m.group(0).strip(),
+                frozenset(keys),
+                m.start(),
+                m.end(),
+                extra=frozenset(extra),
+            )
+        )
+        spans.append((m.start(), m.end()))
+
+    def free(m: re.Match[str]) -> bool:
+        return not any(a < m.end() and m.start() < b for a, b in spans)
+
+    for m in _MONEY.finditer(text):
+        cents = _cents(m.group("a") or m.group("b"), m.group("ac") or m.group("bc"))
+        add(m, {f"money|{cents}"})
+    for m in _PERCENT.finditer(text):
+        if free(m):
+            value = float(m.group("n").replace(",", "."))
+            add(m, {f"percent|{value:g}"})
+    for m in _DATE_NUMERIC.finditer(text):
+        year, month, day = _year(m.group("y")), int(m.group("m")), int(m.group("d"))
+        add(
+            m,
+            {f"date|{year}-{month:02d}-{day:02d}"},
+            {f"daymonth|{month:02d}-{day:02d}", f"monthyear|{year}-{month:02d}", f"year|{year}"},
+        )
+    for m in _DATE_WORDS.finditer(text):
+        if not free(m):
+            continue
+        day = 1 if m.group("first") else int(m.group("d"))
+        month = _MONTHS[fold(m.group("month"))]
+        given_year = m.group("y")
+        if given_year:
+            add(
+                m,
+                {f"date|{given_year}-{month:02d}-{day:02d}"},
+                {
+                    f"daymonth|{month:02d}-{day:02d}",
+                    f"monthyear|{given_year}-{month:02d}",
+                    f"year|{given_year}",
+                },
+            )
+        else:
+            add(m, {f"daymonth|{month:02d}-{day:02d}"})
+    for m in _MONTH_YEAR.finditer(text):
+        if free(m):
+            month = _MONTHS[fold(m.group("month"))]
+            add(m, {f"monthyear|{m.group('y')}-{month:02d}"}, {f"year|{m.group('y')}"})
+    for m in _DURATION.finditer(text):
+        if not free(m):
+            continue
+        unit, factor = _UNITS[re.sub(r"\s+", " ", fold(m.group("unit")))]
+        value = float(m.group("n").replace(",", ".")) * factor
+        add(m, {f"duration:{unit}|{value:g}"})
+    for m in _FRACTION.finditer(text):
+        if free(m):
+            fraction = (
+                f"{m.group('a')}/{m.group('b')}"
+                if m.group("a")
+                else _FRACTION_WORDS[re.sub(r"\s+", " ", fold(m.group("w")))]
+            )
+            add(m, {f"fraction|{fraction}"})
+    for m in _COUNT.finditer(text):
+        if free(m):
+            noun = fold(m.group("noun")).split()[0]
+            add(m, {f"count:{noun}|{m.group('n')}"})
+    for m in _YEAR.finditer(text):
+        if free(m):
+            add(m, {f"year|{m.group('y')}"})
+    for m in _BIG_NUMBER.finditer(text):
+        if free(m):
+            digits = re.sub(r"\D", "", m.group("n"))
+            if len(digits) >= 3:
+                add(m, {f"number|{digits}"})
+    return found
+
+
+DETECTORS: tuple[Callable[[str, str], list[Mention]], ...] = (
+    detect_ids,
+    detect_laws,
+    detect_bodies,
+    detect_programmes,
+    detect_places,
+    detect_amounts,
+)
+
+
+def find_mentions(text: str) -> list[Mention]:
+    """Every mention in ``text`` (already digitised), without overlaps: IDs and laws first."""
+    folded = _fold_same_length(text)
+    taken: list[tuple[int, int]] = []
+    result: list[Mention] = []
+    for detect in DETECTORS:
+        for mention in sorted(detect(text, folded), key=lambda m: (m.start, -m.end)):
+            if any(a < mention.end and mention.start < b for a, b in taken):
+                continue
+            result.append(mention)
+            taken.append((mention.start, mention.end))
+    return sorted(result, key=lambda m: m.start)

@@ -1,0 +1,125 @@
+"""Portuguese text handling for the rules judge: folding, numbers in words, sentences, stems.
+
+- ``fold``: lower case without accents (``Ação`` → ``acao``).
+- ``digitise``: numbers written in words become digits (``trinta dias`` → ``30 dias``,
+  ``mil e quinhentos reais`` → ``1500 reais``, ``quinze por cento`` → ``15 por 100``) with
+  ``text2num``; ``1,5 mil`` → ``1500`` first, so that the two forms agree.
+- ``split_sentences``: sentence boundaries that ignore the dots of ``art.``, ``nº``, ``Dr.``,
+  ``Ltda.``, ``S.A.``, ``8.078`` and ``R$ 1.500,00``.
+- ``content_stems``: Snowball (PyStemmer) stems of the words that carry content.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+import Stemmer
+from text_to_num import alpha2digit
+
+__all__ = ["content_stems", "digitise", "fold", "split_sentences"]
+
+
+def fold(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
+
+
+_SCALE = {
+    "mil": 1_000,
+    "milhao": 1_000_000,
+    "milhoes": 1_000_000,
+    "mi": 1_000_000,
+    "bilhao": 1_000_000_000,
+    "bilhoes": 1_000_000_000,
+    "bi": 1_000_000_000,
+}
+_SCALED = re.compile(
+    r"(\d+(?:[.,]\d+)?)\s+(mil|milh[aã]o|milh[oõ]es|mi|bilh[aã]o|bilh[oõ]es|bi)\b", re.IGNORECASE
+)
+_NUMBER_WORD = re.compile(
+    r"\b(?:um|uma|dois|duas|tr[eê]s|quatro|cinco|seis|sete|oito|nove|dez|onze|doze|treze|"
+    r"quatorze|catorze|quinze|dezesseis|dezessete|dezoito|dezenove|vinte|trinta|quarenta|"
+    r"cinquenta|sessenta|setenta|oitenta|noventa|cem|cento|duzent|trezent|quatrocent|quinhent|"
+    r"seiscent|setecent|oitocent|novecent|mil)",
+    re.IGNORECASE,
+)
+
+
+def _scaled(match: re.Match[str]) -> str:
+    number = float(match.group(1).replace(".", "").replace(",", "."))
+    scale = _SCALE[fold(match.group(2))]
+    value = number * scale
+    return str(int(value)) if value.is_integer() else str(value)
+
+
+def digitise(text: str) -> str:
+    """Numbers in words to digits; ``1,5 mil`` to ``1500``."""
+    text = _SCALED.sub(_scaled, text)
+    if _NUMBER_WORD.search(text) is None:
+        return text
+    return str(alpha2digit(text, "pt"))
+
+
+_ABBREVIATIONS = (
+    "art|arts|inc|incs|par|al|n|nº|no|nos|núm|num|pág|pag|p|pp|cap|fl|fls|sr|sra|srs|dr|dra|drs|"
+    "prof|profa|ltda|cia|s\\.a|s/a|me|epp|eireli|av|r|tel|cel|ex|exs|etc|obs|aprox|min|máx|max|"
+    "méd|med|jan|fev|mar|abr|mai|jun|jul|ago|set|out|nov|dez|vol|ed|e\\.g|i\\.e|c/c|v|vs|id|ss"
+)
+_BOUNDARY = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-ZÁÉÍÓÚÂÊÔÃÕÇ0-9])")
+_ENDS_WITH_ABBREVIATION = re.compile(rf"(?:^|[\s(])(?:{_ABBREVIATIONS})\.$", re.IGNORECASE)
+_ENDS_WITH_INITIAL = re.compile(r"(?:^|\s)[A-Z]\.$")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of ``text``; abbreviations and numbers with dots do not end one."""
+    text = text.strip()
+    if not text:
+        return []
+    pieces: list[str] = []
+    start = 0
+    for match in _BOUNDARY.finditer(text):
+        candidate = text[start : match.start()].rstrip()
+        if _ENDS_WITH_ABBREVIATION.search(candidate) or _ENDS_WITH_INITIAL.search(candidate):
+            continue
+        pieces.append(candidate)
+        start = match.end()
+    pieces.append(text[start:].strip())
+    result: list[str] = []
+    for piece in pieces:
+        result.extend(p.strip() for p in re.split(r"\n\s*\n|\n\s*[-•*]\s+", piece) if p.strip())
+    return result
+
+
+STOPWORDS = frozenset(
+    fold(w)
+    for w in (
+        "a o as os um uma uns umas de do da dos das no na nos nas ao aos à às em por pelo pela "
+        "pelos pelas para pra com sem sob sobre entre até após ante contra desde e ou mas nem que "
+        "se como quando onde porque pois já não sim também só apenas mais menos muito muita "
+        "muitos muitas pouco todo toda todos todas outro outra outros outras mesmo mesma esse "
+        "essa esses essas este esta estes estas isso isto aquele aquela aqueles aquelas aquilo "
+        "seu sua seus suas meu minha meus minhas nosso nossa nossos nossas lhe lhes ele ela eles "
+        "elas você vocês voce voces eu nós nos me te se si ser é são foi foram era eram será serão "
+        "seria sendo sido estar está estão estava esteve ter tem têm tinha teve terá haver há "
+        "houve "
+        "havia pode podem poderá deve devem fazer faz feito vai vão ir qual quais quem cujo cuja "
+        "assim então ainda bem caso cada qualquer quaisquer alguns algumas algum alguma nenhum "
+        "nenhuma sim olá oi claro segundo conforme acordo forma vez vezes lá aqui aí dessa desse "
+        "deste desta disso nesse nessa neste nesta nisso daquele dela dele delas deles num numa"
+    ).split()
+)
+
+_WORD = re.compile(r"[a-z0-9]+")
+_stemmer = Stemmer.Stemmer("portuguese")
+
+
+@lru_cache(maxsize=100_000)
+def _stem(word: str) -> str:
+    return str(_stemmer.stemWord(word))
+
+
+def content_stems(text: str) -> list[str]:
+    """Stems of the content words of ``text`` (folded; stop words and 1-letter words dropped)."""
+    return [_stem(w) for w in _WORD.findall(fold(text)) if len(w) > 1 and w not in STOPWORDS]
