@@ -78,6 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
     results.add_argument(
         "--idle-timeout", type=float, help="stop after this many seconds without a verdict"
     )
+    calibrate = sub.add_parser("calibrate", help="precision, recall and F1 on a labelled set")
+    calibrate.add_argument("labelled", help="JSONL of triples with labels (spec §12)")
+    calibrate.add_argument("--judge", choices=["auto", "llm", "rules"], help="default: auto")
+    calibrate.add_argument("--prompts", help="claims,faithfulness (default both)")
+    calibrate.add_argument("--concurrency", type=int, help="evaluations in flight")
+    calibrate.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
 
 
@@ -91,7 +97,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"veredito: invalid setting {field}: {error['msg']}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level)
-    handler = {"run": _run, "produce": _produce, "worker": _worker, "results": _results}
+    handler = {
+        "run": _run,
+        "produce": _produce,
+        "worker": _worker,
+        "results": _results,
+        "calibrate": _calibrate,
+    }
     return handler[args.command](args, settings)
 
 
@@ -225,6 +237,27 @@ def _results(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         bar.close()
     print(f"wrote {sink.written} verdicts ({sink.duplicates} duplicates skipped)", file=sys.stderr)
+    return 0
+
+
+def _calibrate(args: argparse.Namespace, settings: Settings) -> int:
+    import json
+
+    from worker.calibrate import LabelledSetError, calibrate
+    from worker.judges import JudgeNotConfigured
+
+    try:
+        report = calibrate(args.labelled, settings)
+    except OSError as exc:
+        print(f"veredito: cannot read {args.labelled}: {exc.strerror}", file=sys.stderr)
+        return 3
+    except (LabelledSetError, JudgeNotConfigured) as exc:
+        print(f"veredito: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(report.as_dict(), ensure_ascii=False, indent=2))
+    else:
+        print(report.table(), end="")
     return 0
 
 

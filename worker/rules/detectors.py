@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 from validate_docbr import CNPJ, CPF
 
 from worker.rules import gazetteer as gz
 from worker.rules.text import fold
+from worker.rules.text import stem as _stem
 
 __all__ = ["DETECTORS", "Mention", "find_mentions"]
 
@@ -54,7 +55,7 @@ def _fold_same_length(text: str) -> str:
 _LAW_KIND = re.compile(
     r"(?P<kind>lei\s+complementar|lei\s+ordin[aá]ria|lei|decreto[\s-]+lei|decreto|"
     r"medida\s+provis[oó]ria|MP|portaria|instru[cç][aã]o\s+normativa|IN|resolu[cç][aã]o|"
-    r"emenda\s+constitucional|EC|circular|LC)"
+    r"emenda\s+constitucional|EC|circular|LC|RN|RDC|resolu[cç][aã]o\s+normativa|s[uú]mula)"
     r"(?P<issuer>(?:\s+(?:conjunta|normativa|RFB|SRF|ANS|ANEEL|ANATEL|Anatel|BCB|Bacen|CMN|CVM|"
     r"ANPD|ANVISA|Anvisa|ANAC|Contran|CONTRAN|MTE|MTP|SRT|SEPRT|CGSN|Confaz|CONFAZ|PGFN|INSS|"
     r"Susep|SUSEP|do\s+\w+|da\s+\w+))*)"
@@ -82,13 +83,18 @@ _LAW_KIND_CANON = {
     "ec": "ec",
     "circular": "circular",
 }
+_LAW_KIND_CANON.update(
+    {"rn": "resolucao", "resolucao normativa": "resolucao", "rdc": "resolucao", "sumula": "sumula"}
+)
 _ARTICLE = re.compile(
     r"\b(?:arts?\.|artigos?)\s*(?P<number>\d+)(?:\s*[º°o])?(?:-[A-Z]\b)?", re.IGNORECASE
 )
 _PARAGRAPH = re.compile(
     r"(?:§\s*(?P<number>\d+)\s*[º°o]?|par[aá]grafo\s+(?P<unico>[uú]nico))", re.IGNORECASE
 )
-_INCISO = re.compile(r"\bincisos?\s+(?P<number>[IVXLC]+)\b")
+_INCISO = re.compile(
+    r"\bincisos?\s+(?P<number>[IVXLC]+)\b|(?<=\d)(?:\s*[º°o])?,\s+(?:inc\.\s*)?(?P<after>[IVXLC]+)\b"
+)
 _ROMAN = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100}
 
 
@@ -205,16 +211,13 @@ def detect_laws(text: str, folded: str) -> list[Mention]:
         found.append(
             Mention("LEI", m.group(0), frozenset({f"paragraph|{value}"}), m.start(), m.end())
         )
+    articles = [m.end() for m in _ARTICLE.finditer(text)]
     for m in _INCISO.finditer(text):
-        found.append(
-            Mention(
-                "LEI",
-                m.group(0),
-                frozenset({f"inciso|{_roman(m.group('number'))}"}),
-                m.start(),
-                m.end(),
-            )
-        )
+        if m.group("after") and not any(end <= m.start() <= end + 3 for end in articles):
+            continue  # "art. 12, V" names inciso V; "12, V" elsewhere does not
+        numeral = m.group("number") or m.group("after")
+        key = frozenset({f"inciso|{_roman(numeral)}"})
+        found.append(Mention("LEI", m.group(0).lstrip(", "), key, m.start(), m.end()))
     return found
 
 
@@ -346,7 +349,7 @@ def detect_programmes(text: str, folded: str) -> list[Mention]:
 _UF_CODES = "|".join(gz.UFS)
 _UF_AFTER_CITY = re.compile(rf"\s*(?:/|-|–|\()\s*({_UF_CODES})\b\)?")
 _UF_STANDALONE = re.compile(
-    rf"(?:(?<=[/(])\s*|\b(?:em|no|na|do|da|de|estado\s+d[eo])\s+)({_UF_CODES})\b(?![/-]\d)"
+    rf"(?:(?<=[/(])\s*|\b(?:em|no|na|do|da|de|estado\s+d[eo])\s+)({_UF_CODES})\b(?![/-]?\s*\d)"
 )
 _CAPITALISED_RUN = re.compile(
     r"(?<![\w-])[A-ZÁÉÍÓÚÂÊÔÃÕÇ][\w'’]+(?:-[\w'’]+)*"
@@ -455,7 +458,8 @@ def detect_places(text: str, folded: str) -> list[Mention]:
 
 _MONEY = re.compile(
     r"(?:R\$|US\$|€)\s*(?P<a>\d{1,3}(?:\.\d{3})+|\d+)(?:,(?P<ac>\d{1,2}))?"
-    r"|(?P<b>\d{1,3}(?:\.\d{3})+|\d+)(?:,(?P<bc>\d{1,2}))?\s+(?:de\s+)?reais\b",
+    r"|(?P<b>\d{1,3}(?:\.\d{3})+|\d+)(?:,(?P<bc>\d{1,2}))?\s+(?:de\s+)?reais\b"
+    r"(?:\s+e\s+(?P<cents>\d{1,2})\s+centavos?\b)?",
     re.IGNORECASE,
 )
 _PERCENT = re.compile(r"(?P<n>\d+(?:[.,]\d+)?)\s*(?:%|por\s*cento\b|por\s+100\b)", re.IGNORECASE)
@@ -508,21 +512,24 @@ _DURATION = re.compile(
     re.IGNORECASE,
 )
 _FRACTION = re.compile(
-    r"(?<![\d/])(?P<a>\d)/(?P<b>\d{1,2})(?![\d/])|\b(?P<w>metade|um\s+ter[cç]o|dois\s+ter[cç]os|"
-    r"um\s+quarto|tr[eê]s\s+quartos)\b",
+    r"(?<![\d/])(?P<a>\d)/(?P<b>\d{1,2})(?![\d/])|\b(?P<w>metade|um\s+ter[cç]o|(?:dois|2)\s+"
+    r"ter[cç]os|um\s+quarto|(?:tr[eê]s|3)\s+quartos)\b",
     re.IGNORECASE,
 )
 _FRACTION_WORDS = {
-    "metade": "1/2",
-    "um terco": "1/3",
-    "dois tercos": "2/3",
-    "um quarto": "1/4",
-    "tres quartos": "3/4",
+    "metade": (1, 2),
+    "um terco": (1, 3),
+    "dois tercos": (2, 3),
+    "2 tercos": (2, 3),
+    "um quarto": (1, 4),
+    "tres quartos": (3, 4),
+    "3 quartos": (3, 4),
 }
 _COUNT = re.compile(
-    r"(?P<n>\d+)\s+(?P<noun>vezes|parcelas|presta[cç][oõ]es|sal[aá]rios(?:\s+m[ií]nimos)?|"
-    r"faltas|dependentes|pontos|meses\s+de\s+contribui[cç][aã]o)\b",
-    re.IGNORECASE,
+    r"(?<![\w.,/])(?P<n>\d+(?:,\d+)?)\s+(?P<noun>[a-záéíóúâêôãõç]{3,}(?:\s+m[ií]nimos?)?)\b"
+)
+_NOT_COUNT_NOUNS = frozenset(
+    "de do da dos das por para com sem que ate e ou ao aos mil".split() + list(_MONTHS)
 )
 _YEAR = re.compile(r"(?<![\d.,/])(?P<y>(?:19|20)\d{2})(?![\d/]|[.,]\d)")
 _BIG_NUMBER = re.compile(r"(?<![\w.,/$])(?P<n>\d[\d .-]{2,}\d|\d{3,})(?![\w/%]|[.,]\d)")
@@ -556,7 +563,9 @@ def detect_amounts(text: str, folded: str) -> list[Mention]:
         return not any(a < m.end() and m.start() < b for a, b in spans)
 
     for m in _MONEY.finditer(text):
-        cents = _cents(m.group("a") or m.group("b"), m.group("ac") or m.group("bc"))
+        cents = _cents(
+            m.group("a") or m.group("b"), m.group("ac") or m.group("bc") or m.group("cents")
+        )
         add(m, {f"money|{cents}"})
     for m in _PERCENT.finditer(text):
         if free(m):
@@ -586,7 +595,7 @@ def detect_amounts(text: str, folded: str) -> list[Mention]:
                 },
             )
         else:
-            add(m, {f"daymonth|{month:02d}-{day:02d}"})
+            add(m, {f"daymonth|{month:02d}-{day:02d}"}, {f"daymonth_free|{month:02d}-{day:02d}"})
     for m in _MONTH_YEAR.finditer(text):
         if free(m):
             month = _MONTHS[fold(m.group("month"))]
@@ -599,25 +608,58 @@ def detect_amounts(text: str, folded: str) -> list[Mention]:
         add(m, {f"duration:{unit}|{value:g}"})
     for m in _FRACTION.finditer(text):
         if free(m):
-            fraction = (
-                f"{m.group('a')}/{m.group('b')}"
+            a, b = (
+                (int(m.group("a")), int(m.group("b")))
                 if m.group("a")
                 else _FRACTION_WORDS[re.sub(r"\s+", " ", fold(m.group("w")))]
             )
-            add(m, {f"fraction|{fraction}"})
-    for m in _COUNT.finditer(text):
-        if free(m):
-            noun = fold(m.group("noun")).split()[0]
-            add(m, {f"count:{noun}|{m.group('n')}"})
+            if b:
+                add(m, {f"percent|{round(100 * a / b, 2):g}"})
     for m in _YEAR.finditer(text):
         if free(m):
             add(m, {f"year|{m.group('y')}"})
+    for m in _COUNT.finditer(text):
+        noun = fold(m.group("noun")).split()[0]
+        value = float(m.group("n").replace(",", "."))
+        if free(m) and noun not in _NOT_COUNT_NOUNS and value >= 2:
+            # the same number anywhere in the context grounds it ("5 vezes" / "5 faltas")
+            keys = {f"count:{_stem(noun)}|{value:g}"}
+            if value.is_integer():
+                keys.add(f"number|{int(value)}")
+            add(m, keys)
     for m in _BIG_NUMBER.finditer(text):
         if free(m):
             digits = re.sub(r"\D", "", m.group("n"))
             if len(digits) >= 3:
-                add(m, {f"number|{digits}"})
-    return found
+                key = frozenset({f"number|{int(digits)}"})
+                found.append(
+                    Mention(
+                        "PRAZO_VALOR",
+                        m.group(0).strip(),
+                        key,
+                        m.start(),
+                        m.end(),
+                        contradictable=False,
+                    )
+                )
+                spans.append((m.start(), m.end()))
+    return [_with_number(m) for m in found]
+
+
+def _with_number(mention: Mention) -> Mention:
+    """Every amount also grounds a bare number of the same value (``180`` by ``180 dias``)."""
+    extra = set(mention.extra)
+    for key in mention.keys:
+        kind, _, value = key.partition("|")
+        if kind == "money":
+            extra.add(f"number|{int(value) // 100}")
+        elif kind.startswith(("duration", "count", "percent")):
+            number = float(value)
+            if number.is_integer():
+                extra.add(f"number|{int(number)}")
+    if not extra - mention.extra:
+        return mention
+    return replace(mention, extra=frozenset(extra))
 
 
 DETECTORS: tuple[Callable[[str, str], list[Mention]], ...] = (

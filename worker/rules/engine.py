@@ -25,9 +25,17 @@ from worker.rules.text import content_stems, digitise, fold, split_sentences
 __all__ = ["Check", "ClaimJudgement", "ContextIndex", "check_text", "index_context", "judge_answer"]
 
 # lexical support (share of a claim's content stems found in the context)
-INVENTED_BELOW = 0.25
-PARTIAL_BELOW = 0.4
-MIN_CONTENT_WORDS = 5
+INVENTED_BELOW = 0.15
+PARTIAL_BELOW = 0.25
+MIN_CONTENT_WORDS = 7
+# advice and courtesy carry no fact to check ("Sugiro confirmar com a seguradora.")
+_ADVICE = re.compile(
+    r"(?:^\W*|\b)(?:sugiro|sugerimos|recomendo|recomendamos|recomenda-se|o\s+ideal|vale\s+(?:a\s+pena\s+)?"
+    r"(?:confirmar|verificar|consultar)|procure|consulte|confirme|verifique|entre\s+em\s+contato|"
+    r"em\s+caso\s+de\s+d[uú]vida|qualquer\s+d[uú]vida|fique\s+[àa]\s+vontade|espero|"
+    r"estou\s+[àa]\s+disposi|se\s+precisar|posso\s+ajudar|lembre-se|importante:|aten[cç][aã]o:)",
+    re.IGNORECASE,
+)
 
 _META = re.compile(
     r"\b(?:n[aã]o\s+(?:[eé]\s+)?(?:informa|menciona|mencionad|diz|especifica|traz|cont[eé]m|"
@@ -39,6 +47,20 @@ _META = re.compile(
 )
 
 
+# amounts whose value is checked against the clause it belongs to ("180 dias" for the wrong case)
+_SLOT_KINDS = ("duration:", "money", "percent", "count:")
+_SLOT_IGNORE = frozenset(content_stems("dia dias hora horas mes meses ano anos prazo valor reais"))
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """A context amount and the content stems of the clause it sits in."""
+
+    keys: frozenset[str]
+    kinds: frozenset[str]
+    stems: frozenset[str]
+
+
 @dataclass(frozen=True, slots=True)
 class ContextIndex:
     chunks: tuple[str, ...]
@@ -48,6 +70,7 @@ class ContextIndex:
     chunk_stems: tuple[frozenset[str], ...]
     stems: frozenset[str]
     folded: str
+    slots: tuple[Slot, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,13 +89,24 @@ class ClaimJudgement:
     checks: list[Check] = field(default_factory=list)
 
 
+_CLAUSE_END = re.compile(r"[;:]\s+|\.\s+(?=[A-ZÁÉÍÓÚÂÊÔÃÕÇ])")
+
+
 def index_context(chunks: Sequence[str]) -> ContextIndex:
     chunk_keys: list[frozenset[str]] = []
     chunk_stems: list[frozenset[str]] = []
+    slots: list[Slot] = []
     for chunk in chunks:
         keys: set[str] = set()
-        for mention in find_mentions(digitise(chunk)):
-            keys |= mention.keys | mention.extra
+        for clause in _CLAUSE_END.split(digitise(chunk)):
+            mentions = find_mentions(clause)
+            clause_stems: frozenset[str] | None = None
+            for mention in mentions:
+                keys |= mention.keys | mention.extra
+                if any(k.startswith(_SLOT_KINDS) for k in mention.keys):
+                    if clause_stems is None:
+                        clause_stems = _slot_stems(clause)
+                    slots.append(Slot(mention.keys, mention.kinds, clause_stems))
         chunk_keys.append(frozenset(keys))
         chunk_stems.append(frozenset(content_stems(chunk)))
     all_keys = frozenset().union(*chunk_keys) if chunk_keys else frozenset()
@@ -84,13 +118,43 @@ def index_context(chunks: Sequence[str]) -> ContextIndex:
         chunk_stems=tuple(chunk_stems),
         stems=frozenset().union(*chunk_stems) if chunk_stems else frozenset(),
         folded=fold(" \n ".join(chunks)),
+        slots=tuple(slots),
     )
 
 
-def _check(mention: Mention, ctx: ContextIndex) -> Check:
-    if mention.keys & ctx.keys:
-        conflict = _year_conflict(mention, ctx)
-        if conflict:
+def _slot_stems(text: str) -> frozenset[str]:
+    return frozenset(s for s in content_stems(text) if not s.isdigit()) - _SLOT_IGNORE
+
+
+def _wrong_slot(mention: Mention, claim_stems: frozenset[str], ctx: ContextIndex) -> bool:
+    """The value is in the context, but for something else: the claim's words sit with another
+    value of the same kind ("parto ... 180 dias" where the context says "300 dias para partos ...;
+    180 dias para os demais casos")."""
+    if not claim_stems or not any(k.startswith(_SLOT_KINDS) for k in mention.keys):
+        return False
+    same = [len(claim_stems & s.stems) for s in ctx.slots if s.keys & mention.keys]
+    other = [
+        len(claim_stems & s.stems)
+        for s in ctx.slots
+        if s.kinds & mention.kinds and not s.keys & mention.keys
+    ]
+    return bool(same and other) and max(same) == 0 and max(other) >= 1
+
+
+def _grounded_by_parts(mention: Mention, ctx: ContextIndex) -> bool:
+    """``15/03/2024`` where the context says "de 15 de março a 31 de maio de 2024"."""
+    for key in mention.keys:
+        kind, _, value = key.partition("|")
+        if kind == "date":
+            year, month, day = value.split("-")
+            if f"daymonth_free|{month}-{day}" in ctx.keys and f"year|{year}" in ctx.keys:
+                return True
+    return False
+
+
+def _check(mention: Mention, ctx: ContextIndex, claim_stems: frozenset[str] = frozenset()) -> Check:
+    if mention.keys & ctx.keys or _grounded_by_parts(mention, ctx):
+        if _year_conflict(mention, ctx) or _wrong_slot(mention, claim_stems, ctx):
             return Check(mention, "contradicted", "conflicts_with_context")
         return Check(mention, "grounded", None)
     if not mention.contradictable and fold(mention.text) in ctx.folded:
@@ -117,7 +181,9 @@ def _year_conflict(mention: Mention, ctx: ContextIndex) -> bool:
 
 def check_text(text: str, ctx: ContextIndex) -> list[Check]:
     """Every mention in ``text`` checked against the context."""
-    return [_check(mention, ctx) for mention in find_mentions(digitise(text))]
+    digits = digitise(text)
+    claim_stems = _slot_stems(digits)
+    return [_check(mention, ctx, claim_stems) for mention in find_mentions(digits)]
 
 
 def _best_chunk(stems: Sequence[str], mention_keys: set[str], ctx: ContextIndex) -> int | None:
@@ -141,7 +207,7 @@ def judge_claim(text: str, ctx: ContextIndex) -> ClaimJudgement:
         if bad:
             return ClaimJudgement(text, status, bad[0].mention.category, None, checks)
     chunk = _best_chunk(stems, grounded_keys, ctx)
-    if checks or len(set(stems)) < MIN_CONTENT_WORDS:
+    if checks or len(set(stems)) < MIN_CONTENT_WORDS or _ADVICE.search(text):
         return ClaimJudgement(text, "grounded", None, chunk, checks)
     support = sum(1 for s in set(stems) if s in ctx.stems) / len(set(stems))
     if support < INVENTED_BELOW:

@@ -18,7 +18,7 @@ from functools import lru_cache
 import Stemmer
 from text_to_num import alpha2digit
 
-__all__ = ["content_stems", "digitise", "fold", "split_sentences"]
+__all__ = ["content_stems", "digitise", "fold", "split_sentences", "stem"]
 
 
 def fold(text: str) -> str:
@@ -54,12 +54,17 @@ def _scaled(match: re.Match[str]) -> str:
     return str(int(value)) if value.is_integer() else str(value)
 
 
+_REPEATED = re.compile(r"(\d+(?:[.,]\d+)?)(\s*%)?\s*\(\s*\1\s*(?:%|por\s+100)?\s*\)")
+_PER_CENT = re.compile(r"\s*\bpor\s+cento\b", re.IGNORECASE)
+
+
 def digitise(text: str) -> str:
-    """Numbers in words to digits; ``1,5 mil`` to ``1500``."""
-    text = _SCALED.sub(_scaled, text)
-    if _NUMBER_WORD.search(text) is None:
-        return text
-    return str(alpha2digit(text, "pt"))
+    """Numbers in words to digits (from 2 up: "um" and "uma" stay words); ``1,5 mil`` to ``1500``;
+    ``por cento`` to ``%``."""
+    text = _PER_CENT.sub("%", _SCALED.sub(_scaled, text))
+    if _NUMBER_WORD.search(text) is not None:
+        text = str(alpha2digit(text, "pt", threshold=1))
+    return _REPEATED.sub(r"\1\2", text)  # "7 (sete)" became "7 (7)": keep one
 
 
 _ABBREVIATIONS = (
@@ -116,10 +121,11 @@ _stemmer = Stemmer.Stemmer("portuguese")
 
 
 @lru_cache(maxsize=100_000)
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
+    """The Snowball stem of one folded word."""
     return str(_stemmer.stemWord(word))
 
 
 def content_stems(text: str) -> list[str]:
     """Stems of the content words of ``text`` (folded; stop words and 1-letter words dropped)."""
-    return [_stem(w) for w in _WORD.findall(fold(text)) if len(w) > 1 and w not in STOPWORDS]
+    return [stem(w) for w in _WORD.findall(fold(text)) if len(w) > 1 and w not in STOPWORDS]
