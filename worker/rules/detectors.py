@@ -43,6 +43,9 @@ class Mention:
 
 def _fold_same_length(text: str) -> str:
     """``fold`` that keeps every character's position (for mapping matches back)."""
+    folded = fold(text)
+    if len(folded) == len(text):
+        return folded
     out = []
     for c in text:
         f = fold(c)
@@ -50,9 +53,32 @@ def _fold_same_length(text: str) -> str:
     return "".join(out)
 
 
+def _ci(source: str) -> re.Pattern[str]:
+    """A case- and accent-insensitive pattern, to run on ``fold``-ed text.
+
+    ``re.IGNORECASE`` makes Python's matcher about nine times slower on these patterns; folding
+    the text once and the pattern's literal letters at import is much cheaper.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(source):
+        c = source[i]
+        if c == "\\":
+            out.append(source[i : i + 2])
+            i += 2
+        elif source.startswith("(?P<", i):
+            j = source.index(">", i)
+            out.append(source[i : j + 1])
+            i = j + 1
+        else:
+            out.append(fold(c) if c.isalpha() else c)
+            i += 1
+    return re.compile("".join(out))
+
+
 # ---------------------------------------------------------------------------- LEI
 
-_LAW_KIND = re.compile(
+_LAW_KIND = _ci(
     r"(?P<kind>lei\s+complementar|lei\s+ordin[aá]ria|lei|decreto[\s-]+lei|decreto|"
     r"medida\s+provis[oó]ria|MP|portaria|instru[cç][aã]o\s+normativa|IN|resolu[cç][aã]o|"
     r"emenda\s+constitucional|EC|circular|LC|RN|RDC|resolu[cç][aã]o\s+normativa|s[uú]mula)"
@@ -62,8 +88,7 @@ _LAW_KIND = re.compile(
     r"\s*(?:n[º°o]\s*\.?|n\.\s*[º°o]\.?|n\.|núm\.|número)?\s*"
     r"(?P<number>\d{1,3}(?:\.\d{3})+|\d+)(?!\s*(?:%|dias|horas|anos|meses|por\s+100))"
     r"(?:\s*[/-]\s*(?P<year>\d{4}|\d{2})\b"
-    r"|,?\s+de\s+\d{1,2}º?\s+de\s+[a-zç]+\s+de\s+(?P<year2>\d{4}))?",
-    re.IGNORECASE,
+    r"|,?\s+de\s+\d{1,2}º?\s+de\s+[a-zç]+\s+de\s+(?P<year2>\d{4}))?"
 )
 _LAW_KIND_CANON = {
     "lei": "lei",
@@ -86,12 +111,8 @@ _LAW_KIND_CANON = {
 _LAW_KIND_CANON.update(
     {"rn": "resolucao", "resolucao normativa": "resolucao", "rdc": "resolucao", "sumula": "sumula"}
 )
-_ARTICLE = re.compile(
-    r"\b(?:arts?\.|artigos?)\s*(?P<number>\d+)(?:\s*[º°o])?(?:-[A-Z]\b)?", re.IGNORECASE
-)
-_PARAGRAPH = re.compile(
-    r"(?:§\s*(?P<number>\d+)\s*[º°o]?|par[aá]grafo\s+(?P<unico>[uú]nico))", re.IGNORECASE
-)
+_ARTICLE = _ci(r"\b(?:arts?\.|artigos?)\s*(?P<number>\d+)(?:\s*[º°o])?(?:-[A-Z]\b)?")
+_PARAGRAPH = _ci(r"(?:§\s*(?P<number>\d+)\s*[º°o]?|par[aá]grafo\s+(?P<unico>[uú]nico))")
 _INCISO = re.compile(
     r"\bincisos?\s+(?P<number>[IVXLC]+)\b|(?<=\d)(?:\s*[º°o])?,\s+(?:inc\.\s*)?(?P<after>[IVXLC]+)\b"
 )
@@ -116,48 +137,65 @@ def _year(two_or_four: str | None) -> int | None:
     return year
 
 
-def _law_acronym_patterns() -> list[tuple[re.Pattern[str], str]]:
-    out = []
-    for code, (_law, acronyms, _names) in gz.CODES.items():
-        for acronym in acronyms:
-            out.append((re.compile(rf"(?<![\w/]){re.escape(acronym)}(?![\w])"), code))
-    return out
+def _trie_pattern(words: Iterable[str]) -> str:
+    """One regex for many literal words, factored by common prefixes (Python's ``re`` tries the
+    branches of a plain alternation one by one at every position)."""
+    trie: dict[str, dict] = {}  # type: ignore[type-arg]
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
 
+    def build(node: dict[str, dict]) -> str:  # type: ignore[type-arg]
+        branches = []
+        optional = False
+        for ch, child in sorted(node.items()):
+            if ch == "":
+                optional = True
+                continue
+            piece = r"[\s-]+" if ch == " " else re.escape(ch)
+            branches.append(piece + build(child))
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        if optional:
+            return "(?:" + body + ")?"
+        return body
 
-def _flexible(name: str) -> str:
-    """A folded name as a pattern where spaces and hyphens are interchangeable."""
-    return r"[\s-]+".join(re.escape(part) for part in re.split(r"[\s-]+", name))
+    return build(trie)
 
 
 @dataclass(frozen=True, slots=True)
 class _Alternatives:
-    """One compiled alternation of many names; group ``g<i>`` is ``idents[i]``."""
+    """Many names in one prefix-factored pattern; a match's normalised text gives its id."""
 
     pattern: re.Pattern[str]
-    idents: tuple[str, ...]
+    idents: dict[str, str]
 
     def matches(self, text: str) -> Iterable[tuple[int, int, str]]:
         for m in self.pattern.finditer(text):
-            yield m.start(), m.end(), self.idents[int(str(m.lastgroup)[1:])]
+            ident = self.idents.get(re.sub(r"[\s-]+", " ", m.group(0)))
+            if ident is not None:
+                yield m.start(), m.end(), ident
+
+
+def _alternatives(pairs: Iterable[tuple[str, str]], boundary: str) -> _Alternatives | None:
+    idents = {re.sub(r"[\s-]+", " ", name): ident for name, ident in pairs}
+    if not idents:
+        return None
+    pattern = re.compile(rf"(?<!{boundary})(?:{_trie_pattern(idents)})(?!\w)")
+    return _Alternatives(pattern, idents)
 
 
 def _names_pattern(entries: dict[str, tuple[str, ...]]) -> _Alternatives | None:
-    alternatives = sorted(
-        ((name, ident) for ident, names in entries.items() for name in names),
-        key=lambda x: -len(x[0]),
-    )
-    if not alternatives:
-        return None
-    groups = "|".join(
-        f"(?P<g{i}>{_flexible(name)})" for i, (name, _ident) in enumerate(alternatives)
-    )
-    pattern = re.compile(rf"(?<![\w-])(?:{groups})(?![\w])")
-    return _Alternatives(pattern, tuple(ident for _name, ident in alternatives))
+    return _alternatives(((n, ident) for ident, names in entries.items() for n in names), r"[\w-]")
 
 
 @cache
-def _code_patterns() -> tuple[list[tuple[re.Pattern[str], str]], _Alternatives | None]:
-    return _law_acronym_patterns(), _names_pattern({c: v[2] for c, v in gz.CODES.items()})
+def _code_patterns() -> tuple[_Alternatives | None, _Alternatives | None]:
+    acronyms = ((a, code) for code, (_law, found, _names) in gz.CODES.items() for a in found)
+    return _alternatives(acronyms, r"[\w/]"), _names_pattern({c: v[2] for c, v in gz.CODES.items()})
 
 
 def _code_keys(code: str) -> frozenset[str]:
@@ -171,8 +209,8 @@ def _matches_names(names: _Alternatives | None, folded: str) -> Iterable[tuple[i
 
 def detect_laws(text: str, folded: str) -> list[Mention]:
     found: list[Mention] = []
-    for m in _LAW_KIND.finditer(text):
-        kind_word = m.group("kind")
+    for m in _LAW_KIND.finditer(folded):
+        kind_word = text[m.start("kind") : m.end("kind")]
         if kind_word in ("MP", "IN", "EC", "LC") or kind_word.isupper():
             pass
         elif kind_word[0].isupper() is False and fold(kind_word) in ("in", "mp", "ec", "lc"):
@@ -187,7 +225,7 @@ def detect_laws(text: str, folded: str) -> list[Mention]:
         found.append(
             Mention(
                 "LEI",
-                m.group(0).strip(),
+                text[m.start() : m.end()].strip(),
                 frozenset({f"law|{kind}:{number}"}),
                 m.start(),
                 m.end(),
@@ -195,23 +233,32 @@ def detect_laws(text: str, folded: str) -> list[Mention]:
             )
         )
     acronyms, names = _code_patterns()
-    for pattern, code in acronyms:
-        for m in pattern.finditer(text):
-            found.append(Mention("LEI", m.group(0), _code_keys(code), m.start(), m.end()))
+    for start, end, code in _matches_names(acronyms, text):
+        found.append(Mention("LEI", text[start:end], _code_keys(code), start, end))
     for start, end, code in _matches_names(names, folded):
         found.append(Mention("LEI", text[start:end], _code_keys(code), start, end))
-    for m in _ARTICLE.finditer(text):
+    for m in _ARTICLE.finditer(folded):
         found.append(
             Mention(
-                "LEI", m.group(0), frozenset({f"article|{m.group('number')}"}), m.start(), m.end()
+                "LEI",
+                text[m.start() : m.end()],
+                frozenset({f"article|{m.group('number')}"}),
+                m.start(),
+                m.end(),
             )
         )
-    for m in _PARAGRAPH.finditer(text):
+    for m in _PARAGRAPH.finditer(folded):
         value = "unico" if m.group("unico") else m.group("number")
         found.append(
-            Mention("LEI", m.group(0), frozenset({f"paragraph|{value}"}), m.start(), m.end())
+            Mention(
+                "LEI",
+                text[m.start() : m.end()],
+                frozenset({f"paragraph|{value}"}),
+                m.start(),
+                m.end(),
+            )
         )
-    articles = [m.end() for m in _ARTICLE.finditer(text)]
+    articles = [m.end() for m in _ARTICLE.finditer(folded)]
     for m in _INCISO.finditer(text):
         if m.group("after") and not any(end <= m.start() <= end + 3 for end in articles):
             continue  # "art. 12, V" names inciso V; "12, V" elsewhere does not
@@ -227,13 +274,10 @@ _CNPJ = re.compile(
     r"(?<![\w./-])([0-9A-Z]{2}\.?[0-9A-Z]{3}\.?[0-9A-Z]{3}/?[0-9A-Z]{4}-?\d{2})(?![\w/-])"
 )
 _CPF_FORMATTED = re.compile(r"(?<![\w./-])(\d{3}\.\d{3}\.\d{3}-\d{2})(?![\w/-])")
-_CPF_CUED = re.compile(
-    r"\bCPF\b[^\d\n]{0,20}?(\d{3}\.?\d{3}\.?\d{3}-?\d{2})(?![\w/-])", re.IGNORECASE
-)
-_RG = re.compile(
+_CPF_CUED = _ci(r"\bCPF\b[^\d\n]{0,20}?(\d{3}\.?\d{3}\.?\d{3}-?\d{2})(?![\w/-])")
+_RG = _ci(
     r"\b(?:RG|R\.G\.|carteira de identidade|c[ée]dula de identidade|identidade)\b"
-    r"[^\d\n]{0,20}?(\d{1,2}\.?\d{3}\.?\d{3}-?[\dxX]|\d{5,10}-?[\dxX]?)(?![\w/-])",
-    re.IGNORECASE,
+    r"[^\d\n]{0,20}?(\d{1,2}\.?\d{3}\.?\d{3}-?[\dxX]|\d{5,10}-?[\dxX]?)(?![\w/-])"
 )
 _cnpj, _cpf = CNPJ(), CPF()
 
@@ -261,8 +305,8 @@ def detect_ids(text: str, folded: str) -> list[Mention]:
         )
         spans.append((m.start(1), m.end(1)))
     seen: set[int] = set()
-    for pattern in (_CPF_FORMATTED, _CPF_CUED):
-        for m in pattern.finditer(text):
+    for pattern, haystack in ((_CPF_FORMATTED, text), (_CPF_CUED, folded)):
+        for m in pattern.finditer(haystack):
             if m.start(1) in seen or any(a <= m.start(1) < b for a, b in spans):
                 continue
             seen.add(m.start(1))
@@ -279,7 +323,7 @@ def detect_ids(text: str, folded: str) -> list[Mention]:
                     invalid=not valid,
                 )
             )
-    for m in _RG.finditer(text):
+    for m in _RG.finditer(folded):
         plain = re.sub(r"[^\dX]", "", m.group(1).upper())
         found.append(
             Mention("CNPJ_CPF_RG", m.group(1), frozenset({f"rg|{plain}"}), m.start(1), m.end(1))
@@ -292,18 +336,14 @@ def detect_ids(text: str, folded: str) -> list[Mention]:
 
 def _acronym_pattern(
     entries: dict[str, tuple[tuple[str, ...], tuple[str, ...]]],
-) -> _Alternatives:
-    alternatives = sorted(
-        ((a, ident) for ident, (acronyms, _names) in entries.items() for a in acronyms),
-        key=lambda x: -len(x[0]),
+) -> _Alternatives | None:
+    return _alternatives(
+        ((a, ident) for ident, (acronyms, _n) in entries.items() for a in acronyms), r"\w"
     )
-    groups = "|".join(f"(?P<g{i}>{re.escape(a)})" for i, (a, _) in enumerate(alternatives))
-    pattern = re.compile(rf"(?<![\w])(?:{groups})(?![\w])")
-    return _Alternatives(pattern, tuple(ident for _a, ident in alternatives))
 
 
 @cache
-def _gazetteer_patterns(name: str) -> tuple[_Alternatives, _Alternatives | None]:
+def _gazetteer_patterns(name: str) -> tuple[_Alternatives | None, _Alternatives | None]:
     entries = gz.BODIES if name == "bodies" else gz.PROGRAMMES
     return _acronym_pattern(entries), _names_pattern({k: v[1] for k, v in entries.items()})
 
@@ -311,7 +351,7 @@ def _gazetteer_patterns(name: str) -> tuple[_Alternatives, _Alternatives | None]
 def _detect_gazetteer(text: str, folded: str, name: str, category: str, kind: str) -> list[Mention]:
     acronyms, names = _gazetteer_patterns(name)
     found = []
-    for start, end, ident in acronyms.matches(text):
+    for start, end, ident in _matches_names(acronyms, text):
         found.append(
             Mention(
                 category,
@@ -355,9 +395,7 @@ _CAPITALISED_RUN = re.compile(
     r"(?<![\w-])[A-ZÁÉÍÓÚÂÊÔÃÕÇ][\w'’]+(?:-[\w'’]+)*"
     r"(?:\s+(?:d[aeo]s?\s+)?[A-ZÁÉÍÓÚÂÊÔÃÕÇ][\w'’]+(?:-[\w'’]+)*)*"
 )
-_CITY_CUE = re.compile(
-    r"(?:cidade|munic[ií]pio|prefeitura|comarca|capital)\s+(?:de\s+|d[eo]\s+)?$", re.IGNORECASE
-)
+_CITY_CUE = _ci(r"(?:cidade|munic[ií]pio|prefeitura|comarca|capital)\s+(?:de\s+|d[eo]\s+)?$")
 _UF_NAMES = {name: code for code, name in gz.UFS.items()}
 _BIG_CITIES = frozenset(
     """manaus belem fortaleza recife curitiba florianopolis goiania teresina maceio aracaju
@@ -390,7 +428,7 @@ def _match_place(
             continue
         after = _UF_AFTER_CITY.match(text, end)
         cued = bool(after and after.group(1) in cities.get(name, ()))
-        cued = cued or bool(_CITY_CUE.search(text[max(0, start - 30) : start]))
+        cued = cued or bool(_CITY_CUE.search(fold(text[max(0, start - 30) : start])))
         keys: set[str] = set()
         extra: set[str] = set()
         if uf_code:
@@ -456,13 +494,12 @@ def detect_places(text: str, folded: str) -> list[Mention]:
 
 # ---------------------------------------------------------------------------- PRAZO_VALOR
 
-_MONEY = re.compile(
+_MONEY = _ci(
     r"(?:R\$|US\$|€)\s*(?P<a>\d{1,3}(?:\.\d{3})+|\d+)(?:,(?P<ac>\d{1,2}))?"
     r"|(?P<b>\d{1,3}(?:\.\d{3})+|\d+)(?:,(?P<bc>\d{1,2}))?\s+(?:de\s+)?reais\b"
-    r"(?:\s+e\s+(?P<cents>\d{1,2})\s+centavos?\b)?",
-    re.IGNORECASE,
+    r"(?:\s+e\s+(?P<cents>\d{1,2})\s+centavos?\b)?"
 )
-_PERCENT = re.compile(r"(?P<n>\d+(?:[.,]\d+)?)\s*(?:%|por\s*cento\b|por\s+100\b)", re.IGNORECASE)
+_PERCENT = _ci(r"(?P<n>\d+(?:[.,]\d+)?)\s*(?:%|por\s*cento\b|por\s+100\b)")
 _MONTHS = {
     "janeiro": 1,
     "fevereiro": 2,
@@ -477,16 +514,28 @@ _MONTHS = {
     "novembro": 11,
     "dezembro": 12,
 }
-_DATE_NUMERIC = re.compile(r"(?<![\d/])(?P<d>\d{1,2})/(?P<m>\d{1,2})/(?P<y>\d{4}|\d{2})(?![\d/])")
-_DATE_WORDS = re.compile(
-    r"(?:(?P<d>\d{1,2})\s*[º°o]?|(?P<first>primeiro))\s+de\s+(?P<month>janeiro|fevereiro|mar[cç]o|"
-    r"abril|maio|junho|julho|agosto|setembro|outubro|novembro|dezembro)(?:\s+de\s+(?P<y>\d{4}))?",
-    re.IGNORECASE,
+_MONTH_STEMS = (
+    "janeiro",
+    "fevereiro",
+    "marco",
+    "abril",
+    "maio",
+    "junho",
+    "julho",
+    "agosto",
+    "setembro",
+    "outubro",
+    "novembro",
+    "dezembro",
 )
-_MONTH_YEAR = re.compile(
+_DATE_NUMERIC = re.compile(r"(?<![\d/])(?P<d>\d{1,2})/(?P<m>\d{1,2})/(?P<y>\d{4}|\d{2})(?![\d/])")
+_DATE_WORDS = _ci(
+    r"(?:(?P<d>\d{1,2})\s*[º°o]?|(?P<first>primeiro))\s+de\s+(?P<month>janeiro|fevereiro|mar[cç]o|"
+    r"abril|maio|junho|julho|agosto|setembro|outubro|novembro|dezembro)(?:\s+de\s+(?P<y>\d{4}))?"
+)
+_MONTH_YEAR = _ci(
     r"\b(?P<month>janeiro|fevereiro|mar[cç]o|abril|maio|junho|julho|agosto|setembro|outubro|"
-    r"novembro|dezembro)\s+de\s+(?P<y>\d{4})",
-    re.IGNORECASE,
+    r"novembro|dezembro)\s+de\s+(?P<y>\d{4})"
 )
 _UNITS = {
     "dia": ("day", 1),
@@ -505,16 +554,14 @@ _UNITS = {
     "minuto": ("minute", 1),
     "minutos": ("minute", 1),
 }
-_DURATION = re.compile(
+_DURATION = _ci(
     r"(?P<n>\d+(?:,\d+)?)\s*(?:\(\s*[\w\s]+\s*\)\s*)?"
     r"(?P<unit>dias?\s+[uú]teis|dia\s+[uú]til|dias\s+corridos|dias?|horas?|m[eê]s|meses|anos?|"
-    r"semanas?|minutos?)\b",
-    re.IGNORECASE,
+    r"semanas?|minutos?)\b"
 )
-_FRACTION = re.compile(
+_FRACTION = _ci(
     r"(?<![\d/])(?P<a>\d)/(?P<b>\d{1,2})(?![\d/])|\b(?P<w>metade|um\s+ter[cç]o|(?:dois|2)\s+"
-    r"ter[cç]os|um\s+quarto|(?:tr[eê]s|3)\s+quartos)\b",
-    re.IGNORECASE,
+    r"ter[cç]os|um\s+quarto|(?:tr[eê]s|3)\s+quartos)\b"
 )
 _FRACTION_WORDS = {
     "metade": (1, 2),
@@ -550,7 +597,7 @@ def detect_amounts(text: str, folded: str) -> list[Mention]:
         found.append(
             Mention(
                 "PRAZO_VALOR",
-                m.group(0).strip(),
+                text[m.start() : m.end()].strip(),
                 frozenset(keys),
                 m.start(),
                 m.end(),
@@ -562,23 +609,24 @@ def detect_amounts(text: str, folded: str) -> list[Mention]:
     def free(m: re.Match[str]) -> bool:
         return not any(a < m.end() and m.start() < b for a, b in spans)
 
-    for m in _MONEY.finditer(text):
+    has_month = any(month in folded for month in _MONTH_STEMS)
+    for m in _MONEY.finditer(folded) if ("$" in text or "reais" in folded) else ():
         cents = _cents(
             m.group("a") or m.group("b"), m.group("ac") or m.group("bc") or m.group("cents")
         )
         add(m, {f"money|{cents}"})
-    for m in _PERCENT.finditer(text):
+    for m in _PERCENT.finditer(folded) if ("%" in text or "por 100" in folded) else ():
         if free(m):
             value = float(m.group("n").replace(",", "."))
             add(m, {f"percent|{value:g}"})
-    for m in _DATE_NUMERIC.finditer(text):
+    for m in _DATE_NUMERIC.finditer(text) if "/" in text else ():
         year, month, day = _year(m.group("y")), int(m.group("m")), int(m.group("d"))
         add(
             m,
             {f"date|{year}-{month:02d}-{day:02d}"},
             {f"daymonth|{month:02d}-{day:02d}", f"monthyear|{year}-{month:02d}", f"year|{year}"},
         )
-    for m in _DATE_WORDS.finditer(text):
+    for m in _DATE_WORDS.finditer(folded) if has_month else ():
         if not free(m):
             continue
         day = 1 if m.group("first") else int(m.group("d"))
@@ -596,17 +644,17 @@ def detect_amounts(text: str, folded: str) -> list[Mention]:
             )
         else:
             add(m, {f"daymonth|{month:02d}-{day:02d}"}, {f"daymonth_free|{month:02d}-{day:02d}"})
-    for m in _MONTH_YEAR.finditer(text):
+    for m in _MONTH_YEAR.finditer(folded) if has_month else ():
         if free(m):
             month = _MONTHS[fold(m.group("month"))]
             add(m, {f"monthyear|{m.group('y')}-{month:02d}"}, {f"year|{m.group('y')}"})
-    for m in _DURATION.finditer(text):
+    for m in _DURATION.finditer(folded):
         if not free(m):
             continue
         unit, factor = _UNITS[re.sub(r"\s+", " ", fold(m.group("unit")))]
         value = float(m.group("n").replace(",", ".")) * factor
         add(m, {f"duration:{unit}|{value:g}"})
-    for m in _FRACTION.finditer(text):
+    for m in _FRACTION.finditer(folded):
         if free(m):
             a, b = (
                 (int(m.group("a")), int(m.group("b")))

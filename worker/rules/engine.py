@@ -15,6 +15,7 @@ category GENERICA. A claim saying the context does not say something is grounded
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -98,15 +99,19 @@ def index_context(chunks: Sequence[str]) -> ContextIndex:
     slots: list[Slot] = []
     for chunk in chunks:
         keys: set[str] = set()
-        for clause in _CLAUSE_END.split(digitise(chunk)):
-            mentions = find_mentions(clause)
-            clause_stems: frozenset[str] | None = None
-            for mention in mentions:
-                keys |= mention.keys | mention.extra
-                if any(k.startswith(_SLOT_KINDS) for k in mention.keys):
-                    if clause_stems is None:
-                        clause_stems = _slot_stems(clause)
-                    slots.append(Slot(mention.keys, mention.kinds, clause_stems))
+        text = digitise(chunk)
+        bounds = [m.end() for m in _CLAUSE_END.finditer(text)] + [len(text)]
+        clause_stems: dict[int, frozenset[str]] = {}
+        for mention in find_mentions(text):
+            keys |= mention.keys | mention.extra
+            if any(k.startswith(_SLOT_KINDS) for k in mention.keys):
+                clause = bisect.bisect_right(bounds, mention.start)
+                if clause not in clause_stems:
+                    start = bounds[clause - 1] if clause else 0
+                    clause_stems[clause] = _slot_stems(
+                        text[start : bounds[min(clause, len(bounds) - 1)]]
+                    )
+                slots.append(Slot(mention.keys, mention.kinds, clause_stems[clause]))
         chunk_keys.append(frozenset(keys))
         chunk_stems.append(frozenset(content_stems(chunk)))
     all_keys = frozenset().union(*chunk_keys) if chunk_keys else frozenset()
@@ -196,11 +201,18 @@ def _best_chunk(stems: Sequence[str], mention_keys: set[str], ctx: ContextIndex)
     return best
 
 
-def judge_claim(text: str, ctx: ContextIndex) -> ClaimJudgement:
+def judge_claim(
+    text: str, ctx: ContextIndex, mentions: list[Mention] | None = None, digits: str | None = None
+) -> ClaimJudgement:
+    """Judge one claim; ``mentions`` (found in ``digits``, the digitised claim) when known."""
     stems = content_stems(text)
     if _META.search(text):
         return ClaimJudgement(text, "grounded", None, _best_chunk(stems, set(), ctx))
-    checks = check_text(text, ctx)
+    if mentions is None or digits is None:
+        checks = check_text(text, ctx)
+    else:
+        claim_stems = _slot_stems(digits)
+        checks = [_check(m, ctx, claim_stems) for m in mentions]
     grounded_keys = {k for c in checks if c.status == "grounded" for k in c.mention.keys}
     for status in ("contradicted", "invented"):
         bad = [c for c in checks if c.status == status]
@@ -217,5 +229,23 @@ def judge_claim(text: str, ctx: ContextIndex) -> ClaimJudgement:
     return ClaimJudgement(text, "grounded", None, chunk, checks)
 
 
+_SEPARATOR = "\x1f"  # neither a word character nor a space: no pattern runs across it
+
+
 def judge_answer(answer: str, ctx: ContextIndex) -> list[ClaimJudgement]:
-    return [judge_claim(sentence, ctx) for sentence in split_sentences(answer)]
+    """Judge each sentence of ``answer``; the detectors run once over all of them."""
+    sentences = split_sentences(answer)
+    digitised = [digitise(s) for s in sentences]
+    joined = _SEPARATOR.join(digitised)
+    starts = []
+    offset = 0
+    for d in digitised:
+        starts.append(offset)
+        offset += len(d) + 1
+    per_sentence: list[list[Mention]] = [[] for _ in sentences]
+    for mention in find_mentions(joined):
+        per_sentence[bisect.bisect_right(starts, mention.start) - 1].append(mention)
+    return [
+        judge_claim(sentence, ctx, mentions, digits)
+        for sentence, digits, mentions in zip(sentences, digitised, per_sentence, strict=True)
+    ]

@@ -21,9 +21,27 @@ from text_to_num import alpha2digit
 __all__ = ["content_stems", "digitise", "fold", "split_sentences", "stem"]
 
 
-def fold(text: str) -> str:
+def _slow_fold(text: str) -> str:
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
+
+
+# Latin letters fold one character to one character; str.translate does it in C.
+_FOLD_TABLE = {
+    code: folded
+    for code in range(0x41, 0x250)
+    if len(folded := _slow_fold(chr(code))) == 1 and folded != chr(code)
+}
+_FOLD_TABLE |= {ord("º"): "o", ord("ª"): "a"}
+
+
+def fold(text: str) -> str:
+    """Lower case without accents (``Ação`` → ``acao``), one character for one in Latin text."""
+    folded = text.translate(_FOLD_TABLE)
+    if folded.isascii():
+        return folded
+    slow = _slow_fold(folded)
+    return slow if len(slow) == len(text) else folded.lower()
 
 
 _SCALE = {
