@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from producer.triple import parse_triple  # noqa: E402
-from worker.judges.rules import judge_triple  # noqa: E402
+from producer.triple import parse_triple
+from worker.judges.rules import judge_triple
 
 CHUNKS = [
     "Art. 49 do Código de Defesa do Consumidor (Lei nº 8.078, de 11 de setembro de 1990): o "
@@ -78,13 +78,17 @@ def main() -> None:
     wall = time.perf_counter() - started
     cpu = time.process_time() - cpu
     sizes = [sum(len(c) for c in t.context) / 3 for t in batch[:1]]  # type: ignore[attr-defined]
-    print(json.dumps({
-        "triples": args.n,
-        "chunk_chars": round(sizes[0]),
-        "triples_per_s": round(args.n / wall, 1),
-        "us_per_triple": round(wall / args.n * 1e6),
-        "cpu_s": round(cpu, 2),
-    }))
+    print(
+        json.dumps(
+            {
+                "triples": args.n,
+                "chunk_chars": round(sizes[0]),
+                "triples_per_s": round(args.n / wall, 1),
+                "us_per_triple": round(wall / args.n * 1e6),
+                "cpu_s": round(cpu, 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -264,3 +264,40 @@ def test_results_skips_ids_already_written_and_cuts_a_torn_line(
     assert sink.written == 2 and sink.duplicates == 2
     with Connection(broker_url) as conn:  # everything was acked
         assert topology.verdicts_queue(broker_url)(conn.channel()).get(no_ack=True) is None
+
+
+@pytest.mark.broker
+def test_offline_worker_uses_the_rules_judge(broker_url: str, tmp_path: Path) -> None:
+    """No LLM configured: the worker judges with the rules, end to end through the broker."""
+    examples = ROOT / "examples" / "triples.jsonl"
+    expected = {json.loads(line)["id"] for line in examples.read_text().splitlines()}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VEREDITO_LLM", "OPENAI_"))}
+    env["VEREDITO_BROKER_URL"] = broker_url
+    assert veredito("produce", str(examples), env=env).returncode == 0
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "worker.cli", "worker", "--concurrency", "8", "--metrics-port", "0"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    out = tmp_path / "v.jsonl"
+    try:
+        results = veredito(
+            "results",
+            "--out",
+            str(out),
+            "--limit",
+            str(len(expected)),
+            "--idle-timeout",
+            "60",
+            env=env,
+            timeout=120,
+        )
+        assert results.returncode == 0, results.stderr
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=60)
+    verdicts = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {v["id"] for v in verdicts} == expected
+    assert {v["judge"]["kind"] for v in verdicts} == {"rules"}

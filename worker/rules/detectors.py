@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from functools import cache
 
 from validate_docbr import CNPJ, CPF
@@ -376,8 +377,22 @@ def _detect_gazetteer(text: str, folded: str, name: str, category: str, kind: st
     return found
 
 
+_INSTITUTION = re.compile(
+    r"\b(?:Universidade|Instituto|Hospital|Tribunal\s+Regional|Secretaria|Ministério|Defensoria"
+    r"|Procuradoria|Agência|Conselho|Fundação)(?:\s+(?:d[aeo]s?\s+)?[A-ZÁÉÍÓÚÂÊÔÃÕÇ][\w-]+)+"
+)
+
+
 def detect_bodies(text: str, folded: str) -> list[Mention]:
-    return _detect_gazetteer(text, folded, "bodies", "ENTIDADE_BR", "body")
+    found = _detect_gazetteer(text, folded, "bodies", "ENTIDADE_BR", "body")
+    taken = [(m.start, m.end) for m in found]
+    for m in _INSTITUTION.finditer(text):  # a named public institution the gazetteer lacks
+        if not any(a < m.end() and m.start() < b for a, b in taken):
+            key = frozenset({f"body|{fold(m.group(0))}"})
+            found.append(
+                Mention("ENTIDADE_BR", m.group(0), key, m.start(), m.end(), contradictable=False)
+            )
+    return found
 
 
 def detect_programmes(text: str, folded: str) -> list[Mention]:
@@ -495,7 +510,7 @@ def detect_places(text: str, folded: str) -> list[Mention]:
 # ---------------------------------------------------------------------------- PRAZO_VALOR
 
 _MONEY = _ci(
-    r"(?:R\$|US\$|€)\s*(?P<a>\d{1,3}(?:\.\d{3})+|\d+)(?:,(?P<ac>\d{1,2}))?"
+    r"(?:R\$|US\$|€)\s*(?P<a>\d{1,3}(?:\.\d{3})+|\d+)(?:,(?P<ac>\d{1,4}))?"
     r"|(?P<b>\d{1,3}(?:\.\d{3})+|\d+)(?:,(?P<bc>\d{1,2}))?\s+(?:de\s+)?reais\b"
     r"(?:\s+e\s+(?P<cents>\d{1,2})\s+centavos?\b)?"
 )
@@ -582,11 +597,12 @@ _YEAR = re.compile(r"(?<![\d.,/])(?P<y>(?:19|20)\d{2})(?![\d/]|[.,]\d)")
 _BIG_NUMBER = re.compile(r"(?<![\w.,/$])(?P<n>\d[\d .-]{2,}\d|\d{3,})(?![\w/%]|[.,]\d)")
 
 
-def _cents(integer: str, fraction: str | None) -> int:
-    value = int(integer.replace(".", "")) * 100
+def _cents(integer: str, fraction: str | None) -> str:
+    """The amount in centavos, as text: ``150000`` for 1.500,00; ``987.7`` for a tariff of 9,877."""
+    value = Decimal(integer.replace(".", "")) * 100
     if fraction:
-        value += int(fraction.ljust(2, "0"))
-    return value
+        value += Decimal(f"0.{fraction}") * 100
+    return format(value.normalize(), "f")
 
 
 def detect_amounts(text: str, folded: str) -> list[Mention]:
@@ -700,7 +716,7 @@ def _with_number(mention: Mention) -> Mention:
     for key in mention.keys:
         kind, _, value = key.partition("|")
         if kind == "money":
-            extra.add(f"number|{int(value) // 100}")
+            extra.add(f"number|{int(Decimal(value)) // 100}")
         elif kind.startswith(("duration", "count", "percent")):
             number = float(value)
             if number.is_integer():

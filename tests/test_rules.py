@@ -1,0 +1,286 @@
+"""The rules judge: detectors (positive, negative, normalisation), claims, verdicts, floors."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import ROOT
+from worker.calibrate import calibrate
+from worker.rules import check_text, index_context, judge_answer
+from worker.rules.detectors import find_mentions
+from worker.rules.text import digitise, split_sentences
+from worker.settings import Settings
+
+
+def keys(text: str, category: str | None = None) -> set[str]:
+    return {
+        k
+        for m in find_mentions(digitise(text))
+        if category is None or m.category == category
+        for k in m.keys
+    }
+
+
+# -- detectors: positives ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "category", "key"),
+    [
+        ("conforme a Lei nº 8.078/1990", "LEI", "law|lei:8078"),
+        ("a Lei 8078/90 diz", "LEI", "law|lei:8078"),
+        ("Lei n.º 8.078, de 11 de setembro de 1990", "LEI", "law|lei:8078"),
+        ("pelo CDC", "LEI", "law|lei:8078"),
+        ("o Código de Defesa do Consumidor", "LEI", "law|lei:8078"),
+        ("a CLT prevê", "LEI", "law|dl:5452"),
+        ("Decreto-Lei nº 5.452/1943", "LEI", "law|dl:5452"),
+        ("a LGPD exige", "LEI", "law|lei:13709"),
+        ("Lei Complementar nº 123/2006", "LEI", "law|lc:123"),
+        ("a MP 1.172 alterou", "LEI", "law|mp:1172"),
+        ("IN RFB 2.178/2024", "LEI", "law|in:2178"),
+        ("Resolução Anatel nº 632/2014", "LEI", "law|resolucao:632"),
+        ("RN 438/2018 da ANS", "LEI", "law|resolucao:438"),
+        ("Art. 49 do CDC", "LEI", "article|49"),
+        ("artigo 5º, inciso X", "LEI", "inciso|10"),
+        ("art. 12, V, da lei", "LEI", "inciso|5"),
+        ("§ 1º do art. 18", "LEI", "paragraph|1"),
+        ("a Constituição Federal", "LEI", "law|code:cf"),
+        ("a Lei do Inquilinato", "LEI", "law|lei:8245"),
+        ("CNPJ 11.222.333/0001-81", "CNPJ_CPF_RG", "cnpj|11222333000181"),
+        ("CNPJ 11222333000181", "CNPJ_CPF_RG", "cnpj|11222333000181"),
+        ("o CPF 529.982.247-25", "CNPJ_CPF_RG", "cpf|52998224725"),
+        ("CPF: 52998224725", "CNPJ_CPF_RG", "cpf|52998224725"),
+        ("RG 12.345.678-9", "CNPJ_CPF_RG", "rg|123456789"),
+        ("procure o INSS", "ENTIDADE_BR", "body|inss"),
+        ("Instituto Nacional do Seguro Social", "ENTIDADE_BR", "body|inss"),
+        ("o Bacen regula", "ENTIDADE_BR", "body|bcb"),
+        ("o Banco Central regula", "ENTIDADE_BR", "body|bcb"),
+        ("reclame no Procon", "ENTIDADE_BR", "body|procon"),
+        ("o Ministério Público", "ENTIDADE_BR", "body|mp"),
+        ("a Agência Nacional de Saúde Suplementar", "ENTIDADE_BR", "body|ans"),
+        ("R$ 1.500,00", "PRAZO_VALOR", "money|150000"),
+        ("R$ 1500", "PRAZO_VALOR", "money|150000"),
+        ("mil e quinhentos reais", "PRAZO_VALOR", "money|150000"),
+        ("R$ 1,5 mil", "PRAZO_VALOR", "money|150000"),
+        ("R$ 9,877 por kWh", "PRAZO_VALOR", "money|987.7"),
+        ("15%", "PRAZO_VALOR", "percent|15"),
+        ("quinze por cento", "PRAZO_VALOR", "percent|15"),
+        ("2,9% sobre o preço", "PRAZO_VALOR", "percent|2.9"),
+        ("metade das férias", "PRAZO_VALOR", "percent|50"),
+        ("01/01/2024", "PRAZO_VALOR", "date|2024-01-01"),
+        ("1º de janeiro de 2024", "PRAZO_VALOR", "date|2024-01-01"),
+        ("primeiro de janeiro de 2024", "PRAZO_VALOR", "date|2024-01-01"),
+        ("em maio de 2024", "PRAZO_VALOR", "monthyear|2024-05"),
+        ("30 dias", "PRAZO_VALOR", "duration:day|30"),
+        ("trinta dias", "PRAZO_VALOR", "duration:day|30"),
+        ("7 (sete) dias", "PRAZO_VALOR", "duration:day|7"),
+        ("1 ano", "PRAZO_VALOR", "duration:month|12"),
+        ("5 dias úteis", "PRAZO_VALOR", "duration:workday|5"),
+        ("24 horas", "PRAZO_VALOR", "duration:hour|24"),
+        ("três aluguéis", "PRAZO_VALOR", "count:alugu|3"),
+        ("o ano de 2023", "PRAZO_VALOR", "year|2023"),
+        ("ligue 0800 701 9656", "PRAZO_VALOR", "number|8007019656"),
+        ("o Bolsa Família", "POLITICA", "programme|bolsa_familia"),
+        ("pelo Pix", "POLITICA", "programme|pix"),
+        ("o seguro-desemprego", "POLITICA", "programme|seguro_desemprego"),
+        ("o Benefício de Prestação Continuada", "POLITICA", "programme|bpc"),
+        ("Minha Casa, Minha Vida", "POLITICA", "programme|mcmv"),
+        ("Campinas/SP", "GEOGRAFIA_BR", "city|campinas"),
+        ("em Belo Horizonte", "GEOGRAFIA_BR", "city|belo horizonte"),
+        ("no estado de Minas Gerais", "GEOGRAFIA_BR", "uf|MG"),
+        ("sede em Natal/RN", "GEOGRAFIA_BR", "city|natal"),
+        ("na cidade de Vitória", "GEOGRAFIA_BR", "city|vitoria"),
+        ("no Nordeste", "GEOGRAFIA_BR", "region|nordeste"),
+        ("empresas de SP", "GEOGRAFIA_BR", "uf|SP"),
+    ],
+)
+def test_detector_finds(text: str, category: str, key: str) -> None:
+    assert key in keys(text, category)
+
+
+# -- detectors: negatives ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("Para solicitar, acesse o aplicativo.", "GEOGRAFIA_BR"),  # "Para" is not Pará
+        ("Feliz Natal a todos os clientes!", "GEOGRAFIA_BR"),  # the holiday, not Natal/RN
+        ("A RN 438/2018 trata da portabilidade.", "GEOGRAFIA_BR"),  # Resolução Normativa
+        ("Ligue 11987654321 para atendimento.", "CNPJ_CPF_RG"),  # a phone, not a CPF
+        ("A receita médica é obrigatória.", "ENTIDADE_BR"),  # receita is not Receita Federal
+        ("O cliente pode pedir o cancelamento in loco.", "LEI"),  # "in" is not IN RFB
+        ("Você tem direito ao reembolso integral.", "PRAZO_VALOR"),
+        ("É um direito do consumidor.", "PRAZO_VALOR"),  # "um" stays a word
+        ("A caixa de entrada do e-mail.", "ENTIDADE_BR"),
+    ],
+)
+def test_detector_ignores(text: str, category: str) -> None:
+    assert keys(text, category) == set()
+
+
+# -- normalisation: two surface forms, one key ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Lei nº 8.078/1990", "Lei 8078/90"),
+        ("CDC", "Lei nº 8.078, de 11 de setembro de 1990"),
+        ("11.222.333/0001-81", "CNPJ 11222333000181"),
+        ("R$ 81.000,00", "oitenta e um mil reais"),
+        ("R$ 81 mil", "R$ 81000"),
+        ("15%", "quinze por cento"),
+        ("30 dias", "trinta dias"),
+        ("12 meses", "1 ano"),
+        ("01/03/2024", "1º de março de 2024"),
+        ("Instituto Nacional do Seguro Social", "INSS"),
+        ("Agência Nacional de Telecomunicações", "Anatel"),
+        ("Fundo de Garantia do Tempo de Serviço", "FGTS"),
+    ],
+)
+def test_same_fact_same_key(a: str, b: str) -> None:
+    assert keys(a) & keys(b)
+
+
+def test_check_digits() -> None:
+    (valid,) = find_mentions("CPF 529.982.247-25")
+    (invalid,) = find_mentions("CPF 529.982.247-52")
+    assert not valid.invalid and invalid.invalid
+    (cnpj,) = find_mentions("CNPJ 11.222.333/0001-82")
+    assert cnpj.invalid
+
+
+@pytest.mark.parametrize(
+    ("text", "sentences"),
+    [
+        ("O art. 49 do CDC dá 7 dias. Depois disso, não.", 2),
+        ("A Lei nº 8.078/1990 vale. A Comercial Ltda. paga R$ 1.500,00. O Dr. João atende.", 3),
+        ("São 7 dias! Pode desistir? Sim.", 3),
+        ("Conforme o inciso X do art. 5º, a casa é asilo. Ok", 2),
+        ("", 0),
+    ],
+)
+def test_sentence_splitter(text: str, sentences: int) -> None:
+    assert len(split_sentences(text)) == sentences
+
+
+# -- comparison with the context -----------------------------------------------------------
+
+CONTEXT = [
+    "Art. 49 do Código de Defesa do Consumidor (Lei nº 8.078/1990): o consumidor pode desistir "
+    "no prazo de 7 (sete) dias. Reclamações: consumidor.gov.br.",
+    "Titular: Maria Souza, CPF 529.982.247-25, residente em Belo Horizonte/MG. Carências: 300 "
+    "dias para partos a termo; 180 dias para os demais casos.",
+]
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict", "category"),
+    [
+        ("Você pode desistir em sete dias, pelo art. 49 do CDC.", "grounded", None),
+        ("A Lei 8.078/90 garante o arrependimento.", "grounded", None),
+        ("O prazo é de 30 dias.", "contradicted", "PRAZO_VALOR"),
+        ("Pela Lei nº 8.069/1990 o prazo é de 7 dias.", "contradicted", "LEI"),
+        ("Procure o Procon.", "invented", "ENTIDADE_BR"),
+        ("O CPF da titular é 529.982.247-52.", "contradicted", "CNPJ_CPF_RG"),
+        ("A titular mora em Contagem/MG.", "contradicted", "GEOGRAFIA_BR"),
+        ("Quem recebe Bolsa Família tem prioridade.", "invented", "POLITICA"),
+        ("A carência para parto é de 180 dias.", "contradicted", "PRAZO_VALOR"),  # wrong slot
+        ("A carência para os demais casos é de 180 dias.", "grounded", None),
+        ("O contexto não informa o valor do Auxílio Gás.", "grounded", None),
+        (
+            "Sugiro confirmar com a central de atendimento antes de enviar o produto.",
+            "grounded",
+            None,
+        ),
+    ],
+)
+def test_claim_verdicts(answer: str, verdict: str, category: str | None) -> None:
+    (claim,) = judge_answer(answer, index_context(CONTEXT))
+    assert (claim.verdict, claim.category) == (verdict, category)
+
+
+def test_invalid_check_digit_is_reported() -> None:
+    checks = check_text("O CNPJ é 11.222.333/0001-82.", index_context(["CNPJ 11.222.333/0001-81"]))
+    assert [(c.status, c.finding) for c in checks] == [("contradicted", "invalid_check_digit")]
+
+
+def test_grounded_claims_point_at_their_chunk() -> None:
+    claims = judge_answer("A titular mora em Belo Horizonte.", index_context(CONTEXT))
+    assert claims[0].chunk_idx == 1
+
+
+# -- floors on labelled sets (spec §12) ------------------------------------------------------
+
+FLOORS = {
+    # set: (answer F1, {category: (precision, recall)})
+    "devset.jsonl": (
+        0.95,
+        {
+            c: (0.95, 0.95)
+            for c in (
+                "LEI",
+                "CNPJ_CPF_RG",
+                "ENTIDADE_BR",
+                "PRAZO_VALOR",
+                "POLITICA",
+                "GEOGRAFIA_BR",
+            )
+        },
+    ),
+    "holdout.jsonl": (
+        0.85,
+        {
+            "LEI": (0.9, 0.85),
+            "CNPJ_CPF_RG": (0.9, 0.85),
+            "ENTIDADE_BR": (0.9, 0.85),
+            "PRAZO_VALOR": (0.9, 0.85),
+            "POLITICA": (0.85, 0.85),
+            "GEOGRAFIA_BR": (0.9, 0.85),
+        },
+    ),
+    "holdout2.jsonl": (
+        0.85,
+        {
+            "LEI": (0.9, 0.85),
+            "CNPJ_CPF_RG": (0.9, 0.85),
+            "ENTIDADE_BR": (0.9, 0.85),
+            "PRAZO_VALOR": (0.8, 0.8),
+            "POLITICA": (0.9, 0.85),
+            "GEOGRAFIA_BR": (0.85, 0.85),
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOORS))
+def test_floors(name: str) -> None:
+    report = calibrate(ROOT / "tests" / "data" / name, Settings(judge="rules"))
+    answer_f1, categories = FLOORS[name]
+    assert report.failed == 0
+    assert (report.answers.f1 or 0) >= answer_f1, report.table()
+    for category, (precision, recall) in categories.items():
+        counts = report.categories[category]
+        assert (counts.precision or 0) >= precision, (category, report.table())
+        assert (counts.recall or 0) >= recall, (category, report.table())
+
+
+def test_devset_is_large_and_covers_every_category() -> None:
+    import json
+
+    rows = [json.loads(x) for x in (ROOT / "tests/data/devset.jsonl").read_text().splitlines()]
+    assert len(rows) >= 150
+    seen = {(s["category"], s["verdict"]) for r in rows for s in r["labels"]["spans"]}
+    for category in (
+        "LEI",
+        "CNPJ_CPF_RG",
+        "ENTIDADE_BR",
+        "PRAZO_VALOR",
+        "POLITICA",
+        "GEOGRAFIA_BR",
+    ):
+        assert (category, "invented") in seen
+        # bodies and programmes are never "another value" of each other (see worker.rules.engine)
+        assert (category, "contradicted") in seen or category in ("ENTIDADE_BR", "POLITICA")
+    assert sum(not r["labels"]["hallucinated"] for r in rows) >= 60
