@@ -29,14 +29,16 @@ CHUNKS = [
     "consumidor exercitar o direito de arrependimento, os valores eventualmente pagos, a qualquer "
     "título, durante o prazo de reflexão, serão devolvidos, de imediato, monetariamente "
     "atualizados. O fornecedor responde solidariamente pelos vícios do produto. Pedido nº {n}.",
-    "A Comercial Ipê Amarelo Ltda., CNPJ 11.222.333/0001-81, com sede em Campinas/SP, processa o "
+    "A Comercial Ipê Amarelo Ltda. (loja {n}), CNPJ 11.222.333/0001-81, sede em Campinas/SP, "
+    "processa o "
     "reembolso em até {d} dias úteis após a devolução do produto. Para compras acima de R$ "
     "1.500,00, o estorno no cartão pode aparecer em até duas faturas. Reclamações podem ser "
     "registradas na plataforma consumidor.gov.br, mantida pela Secretaria Nacional do "
     "Consumidor, ou no Procon do seu município. O frete de devolução é gratuito em todo o "
     "território nacional, inclusive nas regiões Norte e Nordeste, sem custo adicional ao cliente "
     "e sem necessidade de embalagem original, desde que o produto esteja completo.",
-    "Pagamentos via Pix são devolvidos na mesma conta de origem em até 24 horas. Para clientes "
+    "Pagamentos via Pix (protocolo {n}) voltam à mesma conta de origem em até 24 horas. Para "
+    "clientes "
     "do programa de fidelidade, o cashback de {p}% é estornado junto com o valor da compra. O "
     "atendimento funciona de segunda a sexta, das 8h às 20h, e aos sábados das 9h às 14h, pelo "
     "telefone 0800 123 4567 ou pelo chat do aplicativo. Dados pessoais são tratados conforme a "
@@ -78,6 +80,12 @@ def main() -> None:
     wall = time.perf_counter() - started
     cpu = time.process_time() - cpu
     sizes = [sum(len(c) for c in t.context) / 3 for t in batch[:1]]  # type: ignore[attr-defined]
+    # the same triples again: every chunk is now in the judge's chunk cache, as in production
+    # where a RAG app retrieves the same chunks many times
+    again = time.perf_counter()
+    for t in batch:
+        judge_triple(t)  # type: ignore[arg-type]
+    cached = time.perf_counter() - again
     print(
         json.dumps(
             {
@@ -86,6 +94,7 @@ def main() -> None:
                 "triples_per_s": round(args.n / wall, 1),
                 "us_per_triple": round(wall / args.n * 1e6),
                 "cpu_s": round(cpu, 2),
+                "triples_per_s_chunks_cached": round(args.n / cached, 1),
             }
         )
     )

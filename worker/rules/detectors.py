@@ -72,7 +72,7 @@ def _ci(source: str) -> re.Pattern[str]:
             out.append(source[i : j + 1])
             i = j + 1
         else:
-            out.append(fold(c) if c.isalpha() else c)
+            out.append(fold(c) if (c.isalpha() or c in "§°") else c)
             i += 1
     return re.compile("".join(out))
 
@@ -193,12 +193,6 @@ def _names_pattern(entries: dict[str, tuple[str, ...]]) -> _Alternatives | None:
     return _alternatives(((n, ident) for ident, names in entries.items() for n in names), r"[\w-]")
 
 
-@cache
-def _code_patterns() -> tuple[_Alternatives | None, _Alternatives | None]:
-    acronyms = ((a, code) for code, (_law, found, _names) in gz.CODES.items() for a in found)
-    return _alternatives(acronyms, r"[\w/]"), _names_pattern({c: v[2] for c, v in gz.CODES.items()})
-
-
 def _code_keys(code: str) -> frozenset[str]:
     law = gz.CODES[code][0]
     return frozenset({f"law|{law}" if law else f"law|code:{code}"})
@@ -233,34 +227,16 @@ def detect_laws(text: str, folded: str) -> list[Mention]:
                 extra=extra,
             )
         )
-    acronyms, names = _code_patterns()
-    for start, end, code in _matches_names(acronyms, text):
-        found.append(Mention("LEI", text[start:end], _code_keys(code), start, end))
-    for start, end, code in _matches_names(names, folded):
-        found.append(Mention("LEI", text[start:end], _code_keys(code), start, end))
-    for m in _ARTICLE.finditer(folded):
-        found.append(
-            Mention(
-                "LEI",
-                text[m.start() : m.end()],
-                frozenset({f"article|{m.group('number')}"}),
-                m.start(),
-                m.end(),
-            )
-        )
-    for m in _PARAGRAPH.finditer(folded):
+    articles: list[int] = []
+    for m in _ARTICLE.finditer(folded) if "art" in folded else ():
+        key = frozenset({f"article|{m.group('number')}"})
+        found.append(Mention("LEI", text[m.start() : m.end()], key, m.start(), m.end()))
+        articles.append(m.end())
+    for m in _PARAGRAPH.finditer(folded) if ("§" in text or "paragrafo" in folded) else ():
         value = "unico" if m.group("unico") else m.group("number")
-        found.append(
-            Mention(
-                "LEI",
-                text[m.start() : m.end()],
-                frozenset({f"paragraph|{value}"}),
-                m.start(),
-                m.end(),
-            )
-        )
-    articles = [m.end() for m in _ARTICLE.finditer(folded)]
-    for m in _INCISO.finditer(text):
+        key = frozenset({f"paragraph|{value}"})
+        found.append(Mention("LEI", text[m.start() : m.end()], key, m.start(), m.end()))
+    for m in _INCISO.finditer(text) if (articles or "inciso" in folded) else ():
         if m.group("after") and not any(end <= m.start() <= end + 3 for end in articles):
             continue  # "art. 12, V" names inciso V; "12, V" elsewhere does not
         numeral = m.group("number") or m.group("after")
@@ -324,7 +300,7 @@ def detect_ids(text: str, folded: str) -> list[Mention]:
                     invalid=not valid,
                 )
             )
-    for m in _RG.finditer(folded):
+    for m in _RG.finditer(folded) if ("rg" in folded or "identidade" in folded) else ():
         plain = re.sub(r"[^\dX]", "", m.group(1).upper())
         found.append(
             Mention("CNPJ_CPF_RG", m.group(1), frozenset({f"rg|{plain}"}), m.start(1), m.end(1))
@@ -335,45 +311,38 @@ def detect_ids(text: str, folded: str) -> list[Mention]:
 # ---------------------------------------------------------------------------- gazetteers
 
 
-def _acronym_pattern(
-    entries: dict[str, tuple[tuple[str, ...], tuple[str, ...]]],
-) -> _Alternatives | None:
-    return _alternatives(
-        ((a, ident) for ident, (acronyms, _n) in entries.items() for a in acronyms), r"\w"
-    )
-
-
 @cache
-def _gazetteer_patterns(name: str) -> tuple[_Alternatives | None, _Alternatives | None]:
-    entries = gz.BODIES if name == "bodies" else gz.PROGRAMMES
-    return _acronym_pattern(entries), _names_pattern({k: v[1] for k, v in entries.items()})
+def _named_patterns() -> tuple[_Alternatives | None, _Alternatives | None]:
+    """Codes of law, public bodies and programmes: one acronym pattern, one name pattern."""
+    acronyms: list[tuple[str, str]] = []
+    names: list[tuple[str, str]] = []
+    for code, (_law, code_acronyms, code_names) in gz.CODES.items():
+        acronyms += [(a, f"LEI|{code}") for a in code_acronyms]
+        names += [(n, f"LEI|{code}") for n in code_names]
+    for category, entries in (("ENTIDADE_BR", gz.BODIES), ("POLITICA", gz.PROGRAMMES)):
+        for ident, (entry_acronyms, entry_names) in entries.items():
+            acronyms += [(a, f"{category}|{ident}") for a in entry_acronyms]
+            names += [(n, f"{category}|{ident}") for n in entry_names]
+    return _alternatives(acronyms, r"[\w/]"), _alternatives(names, r"[\w-]")
 
 
-def _detect_gazetteer(text: str, folded: str, name: str, category: str, kind: str) -> list[Mention]:
-    acronyms, names = _gazetteer_patterns(name)
+_NAMED_KIND = {"ENTIDADE_BR": "body", "POLITICA": "programme"}
+
+
+def detect_named(text: str, folded: str) -> list[Mention]:
+    """Codes of law (CDC, CLT, LGPD ...), public bodies and programmes, by acronym or name."""
+    acronyms, names = _named_patterns()
     found = []
-    for start, end, ident in _matches_names(acronyms, text):
-        found.append(
-            Mention(
-                category,
-                text[start:end],
-                frozenset({f"{kind}|{ident}"}),
-                start,
-                end,
-                contradictable=False,
-            )
-        )
-    for start, end, ident in _matches_names(names, folded):
-        found.append(
-            Mention(
-                category,
-                text[start:end],
-                frozenset({f"{kind}|{ident}"}),
-                start,
-                end,
-                contradictable=False,
-            )
-        )
+    for haystack, alternatives in ((text, acronyms), (folded, names)):
+        for start, end, value in _matches_names(alternatives, haystack):
+            category, _, ident = value.partition("|")
+            if category == "LEI":
+                found.append(Mention("LEI", text[start:end], _code_keys(ident), start, end))
+            else:
+                key = frozenset({f"{_NAMED_KIND[category]}|{ident}"})
+                found.append(
+                    Mention(category, text[start:end], key, start, end, contradictable=False)
+                )
     return found
 
 
@@ -383,20 +352,19 @@ _INSTITUTION = re.compile(
 )
 
 
-def detect_bodies(text: str, folded: str) -> list[Mention]:
-    found = _detect_gazetteer(text, folded, "bodies", "ENTIDADE_BR", "body")
-    taken = [(m.start, m.end) for m in found]
-    for m in _INSTITUTION.finditer(text):  # a named public institution the gazetteer lacks
-        if not any(a < m.end() and m.start() < b for a, b in taken):
-            key = frozenset({f"body|{fold(m.group(0))}"})
-            found.append(
-                Mention("ENTIDADE_BR", m.group(0), key, m.start(), m.end(), contradictable=False)
-            )
-    return found
-
-
-def detect_programmes(text: str, folded: str) -> list[Mention]:
-    return _detect_gazetteer(text, folded, "programmes", "POLITICA", "programme")
+def detect_institutions(text: str, folded: str) -> list[Mention]:
+    """A named public institution the gazetteer lacks ("Universidade Federal de Pernambuco")."""
+    return [
+        Mention(
+            "ENTIDADE_BR",
+            m.group(0),
+            frozenset({f"body|{fold(m.group(0))}"}),
+            m.start(),
+            m.end(),
+            contradictable=False,
+        )
+        for m in _INSTITUTION.finditer(text)
+    ]
 
 
 # ---------------------------------------------------------------------------- GEOGRAFIA_BR
@@ -427,14 +395,19 @@ _REGION_PATTERN = _names_pattern({k: v for k, v in gz.REGIONS.items()})
 
 
 def _match_place(
-    text: str, offset: int, tokens: list[re.Match[str]], i: int, cities: dict[str, frozenset[str]]
+    text: str,
+    folded: str,
+    offset: int,
+    tokens: list[re.Match[str]],
+    i: int,
+    cities: dict[str, frozenset[str]],
 ) -> tuple[Mention, int] | None:
     """The longest run of tokens from ``i`` that names a place, and the token after it."""
-    for j in range(len(tokens), i, -1):
+    for j in range(min(len(tokens), i + 7), i, -1):  # no place name has more than 7 words
         start, end = offset + tokens[i].start(), offset + tokens[j - 1].end()
         surface = text[start:end].rstrip(".,;:!?)")
         end = start + len(surface)
-        name = fold(surface)
+        name = folded[start:end]
         if name == "para" and surface != "Pará":
             continue  # "Para" opening a sentence is the preposition
         uf_code = _UF_NAMES.get(name)
@@ -484,7 +457,7 @@ def detect_places(text: str, folded: str) -> list[Mention]:
         tokens = list(re.finditer(r"\S+", words))
         i = 0
         while i < len(tokens):
-            matched = _match_place(text, run.start(), tokens, i, cities)
+            matched = _match_place(text, folded, run.start(), tokens, i, cities)
             if matched is None:
                 i += 1
                 continue
@@ -670,7 +643,11 @@ def detect_amounts(text: str, folded: str) -> list[Mention]:
         unit, factor = _UNITS[re.sub(r"\s+", " ", fold(m.group("unit")))]
         value = float(m.group("n").replace(",", ".")) * factor
         add(m, {f"duration:{unit}|{value:g}"})
-    for m in _FRACTION.finditer(folded):
+    for m in (
+        _FRACTION.finditer(folded)
+        if ("/" in text or "metade" in folded or "terc" in folded or "quart" in folded)
+        else ()
+    ):
         if free(m):
             a, b = (
                 (int(m.group("a")), int(m.group("b")))
@@ -729,8 +706,8 @@ def _with_number(mention: Mention) -> Mention:
 DETECTORS: tuple[Callable[[str, str], list[Mention]], ...] = (
     detect_ids,
     detect_laws,
-    detect_bodies,
-    detect_programmes,
+    detect_named,
+    detect_institutions,
     detect_places,
     detect_amounts,
 )

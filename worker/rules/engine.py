@@ -19,6 +19,7 @@ import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from worker.rules.detectors import Mention, find_mentions
 from worker.rules.text import content_stems, digitise, fold, split_sentences
@@ -93,37 +94,47 @@ class ClaimJudgement:
 _CLAUSE_END = re.compile(r"[;:]\s+|\.\s+(?=[A-ZÁÉÍÓÚÂÊÔÃÕÇ])")
 
 
-def index_context(chunks: Sequence[str]) -> ContextIndex:
-    chunk_keys: list[frozenset[str]] = []
-    chunk_stems: list[frozenset[str]] = []
+@dataclass(frozen=True, slots=True)
+class _ChunkIndex:
+    keys: frozenset[str]
+    stems: frozenset[str]
+    slots: tuple[Slot, ...]
+
+
+@lru_cache(maxsize=8192)
+def _index_chunk(chunk: str) -> _ChunkIndex:
+    """What the judge needs of one chunk. Cached: a RAG app retrieves the same chunks again and
+    again, and a chunk's index does not depend on the question or the answer."""
+    keys: set[str] = set()
     slots: list[Slot] = []
-    for chunk in chunks:
-        keys: set[str] = set()
-        text = digitise(chunk)
-        bounds = [m.end() for m in _CLAUSE_END.finditer(text)] + [len(text)]
-        clause_stems: dict[int, frozenset[str]] = {}
-        for mention in find_mentions(text):
-            keys |= mention.keys | mention.extra
-            if any(k.startswith(_SLOT_KINDS) for k in mention.keys):
-                clause = bisect.bisect_right(bounds, mention.start)
-                if clause not in clause_stems:
-                    start = bounds[clause - 1] if clause else 0
-                    clause_stems[clause] = _slot_stems(
-                        text[start : bounds[min(clause, len(bounds) - 1)]]
-                    )
-                slots.append(Slot(mention.keys, mention.kinds, clause_stems[clause]))
-        chunk_keys.append(frozenset(keys))
-        chunk_stems.append(frozenset(content_stems(chunk)))
-    all_keys = frozenset().union(*chunk_keys) if chunk_keys else frozenset()
+    text = digitise(chunk)
+    bounds = [m.end() for m in _CLAUSE_END.finditer(text)] + [len(text)]
+    clause_stems: dict[int, frozenset[str]] = {}
+    for mention in find_mentions(text):
+        keys |= mention.keys | mention.extra
+        if any(k.startswith(_SLOT_KINDS) for k in mention.keys):
+            clause = bisect.bisect_right(bounds, mention.start)
+            if clause not in clause_stems:
+                start = bounds[clause - 1] if clause else 0
+                clause_stems[clause] = _slot_stems(
+                    text[start : bounds[min(clause, len(bounds) - 1)]]
+                )
+            slots.append(Slot(mention.keys, mention.kinds, clause_stems[clause]))
+    return _ChunkIndex(frozenset(keys), frozenset(content_stems(chunk)), tuple(slots))
+
+
+def index_context(chunks: Sequence[str]) -> ContextIndex:
+    indexed = [_index_chunk(chunk) for chunk in chunks]
+    all_keys = frozenset().union(*(c.keys for c in indexed))
     return ContextIndex(
         chunks=tuple(chunks),
         keys=all_keys,
         kinds=frozenset(k.partition("|")[0] for k in all_keys),
-        chunk_keys=tuple(chunk_keys),
-        chunk_stems=tuple(chunk_stems),
-        stems=frozenset().union(*chunk_stems) if chunk_stems else frozenset(),
+        chunk_keys=tuple(c.keys for c in indexed),
+        chunk_stems=tuple(c.stems for c in indexed),
+        stems=frozenset().union(*(c.stems for c in indexed)),
         folded=fold(" \n ".join(chunks)),
-        slots=tuple(slots),
+        slots=tuple(slot for c in indexed for slot in c.slots),
     )
 
 

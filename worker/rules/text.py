@@ -35,11 +35,36 @@ _FOLD_TABLE = {
 _FOLD_TABLE |= {ord("º"): "o", ord("ª"): "a"}
 
 
+# Symbols NFKD would drop or expand, mapped to one ASCII character each so that folding keeps
+# every character's position: "§" and "°" become control characters that patterns can name.
+SECTION, DEGREE = "\x01", "\x02"
+_SYMBOLS = {
+    "§": SECTION,
+    "°": DEGREE,
+    "–": "-",
+    "—": "-",
+    "\u00a0": " ",
+    "’": "'",
+    "‘": "'",
+    "“": '"',
+    "”": '"',
+    "…": ".",
+    "€": "E",
+    "ª": "a",
+    "º": "o",
+}
+_SYMBOL = re.compile("|".join(map(re.escape, _SYMBOLS)))
+
+
 def fold(text: str) -> str:
-    """Lower case without accents (``Ação`` → ``acao``), one character for one in Latin text."""
-    folded = text.translate(_FOLD_TABLE)
-    if folded.isascii():
-        return folded
+    """Lower case without accents (``Ação`` → ``acao``), one character for one."""
+    if text.isascii():
+        return text.lower()
+    plain = _SYMBOL.sub(lambda m: _SYMBOLS[m.group(0)], text)
+    fast = unicodedata.normalize("NFKD", plain).encode("ascii", "ignore").decode().lower()
+    if len(fast) == len(text):
+        return fast
+    folded = plain.translate(_FOLD_TABLE)  # rare letters: one by one
     slow = _slow_fold(folded)
     return slow if len(slow) == len(text) else folded.lower()
 
@@ -61,7 +86,6 @@ _NUMBER_WORD = re.compile(
     r"quatorze|catorze|quinze|dezesseis|dezessete|dezoito|dezenove|vinte|trinta|quarenta|"
     r"cinquenta|sessenta|setenta|oitenta|noventa|cem|cento|duzent|trezent|quatrocent|quinhent|"
     r"seiscent|setecent|oitocent|novecent|mil)",
-    re.IGNORECASE,
 )
 
 
@@ -79,10 +103,16 @@ _PER_CENT = re.compile(r"\s*\bpor\s+cento\b", re.IGNORECASE)
 def digitise(text: str) -> str:
     """Numbers in words to digits (from 2 up: "um" and "uma" stay words); ``1,5 mil`` to ``1500``;
     ``por cento`` to ``%``."""
-    text = _PER_CENT.sub("%", _SCALED.sub(_scaled, text))
-    if _NUMBER_WORD.search(text) is not None:
+    lowered = text.lower()
+    if " mil" in lowered or " bi" in lowered or " mi" in lowered:
+        text = _SCALED.sub(_scaled, text)
+    if "cento" in lowered:
+        text = _PER_CENT.sub("%", text)
+    if _NUMBER_WORD.search(lowered) is not None:
         text = str(alpha2digit(text, "pt", threshold=1))
-    return _REPEATED.sub(r"\1\2", text)  # "7 (sete)" became "7 (7)": keep one
+    if "(" in text:
+        text = _REPEATED.sub(r"\1\2", text)  # "7 (sete)" became "7 (7)": keep one
+    return text
 
 
 _ABBREVIATIONS = (
