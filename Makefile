@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 INPUT  ?= examples/triples.jsonl
 OUT    ?= out/verdicts.jsonl
 
-.PHONY: run test lint install bench clean
+.PHONY: run test lint install bench generate clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ test: $(STAMP)
 	bash scripts/ensure-services.sh
 	$(BIN)/pytest -q
 
+## Regenerate the Grafana dashboard and the labelled dev set from their sources.
+generate: $(STAMP)
+	$(BIN)/python monitoring/grafana/make_dashboard.py
+	$(BIN)/python tests/data/make_devset.py
+
 ## Lint, format check and strict type check.
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -36,6 +41,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	bash scripts/ensure-services.sh
 	$(BIN)/python bench/throughput.py
+	$(BIN)/python bench/rules_speed.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -27,4 +27,23 @@ fi
 status=0
 wait_for 6379 Redis 30 || status=1
 wait_for 5672 RabbitMQ 120 || status=1
+
+# RabbitMQ's own Prometheus plugin (queue depth for the monitoring tests and the dashboard)
+if ! answers 15692; then
+  echo "ensure-services: enabling rabbitmq_prometheus"
+  timeout 120 rabbitmq-plugins enable rabbitmq_prometheus >/dev/null || true
+  wait_for 15692 "RabbitMQ Prometheus plugin" 60 || status=1
+fi
+
+# Prometheus and promtool, from Debian's prometheus package
+if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
+  echo "ensure-services: installing Debian's prometheus package"
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+      --no-install-recommends prometheus >/dev/null || status=1
+  else
+    echo "ensure-services: not root; install the prometheus package yourself" >&2
+    status=1
+  fi
+fi
 exit $status

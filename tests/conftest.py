@@ -32,6 +32,16 @@ def require_service(port: int, name: str) -> None:
     pytest.skip(message)
 
 
+def require_shared(path: Path) -> None:
+    """../shared/ is beside the checkout on developers' machines and in CI; only a bare clone
+    elsewhere lacks it. Skip there; in CI a missing file is a failure."""
+    if path.exists():
+        return
+    if IN_CI:
+        pytest.fail(f"{path} is missing")
+    pytest.skip(f"{path} is not here")
+
+
 @pytest.fixture
 def llm_server() -> Iterator[ServerThread]:
     with ServerThread(Script()) as server:

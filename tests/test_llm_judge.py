@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
-from tests.conftest import SHARED
+from tests.conftest import SHARED, require_shared
 from tests.llm_server import ServerThread
 from worker.judges import new_session
 from worker.judges.llm import LLMJudge
@@ -35,8 +35,7 @@ def request_validator() -> OAS31Validator:
 
 
 def assert_valid_requests(bodies: list[dict[str, Any]]) -> None:
-    if not OPENAPI.exists():
-        pytest.skip("../shared/openai/openapi.yaml is not here")
+    require_shared(OPENAPI)
     validator = request_validator()
     assert bodies
     for body in bodies:
@@ -226,8 +225,7 @@ async def test_rejected_triple_never_reaches_the_model(llm_server: ServerThread)
 
 
 def test_the_schema_check_can_fail() -> None:
-    if not OPENAPI.exists():
-        pytest.skip("../shared/openai/openapi.yaml is not here")
+    require_shared(OPENAPI)
     validator = request_validator()
     good = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
     assert validator.is_valid(good)

@@ -5,15 +5,15 @@ import hashlib
 import pytest
 
 from prompts import NAMES, load_template, render_context, render_prompt
-from tests.conftest import ROOT, SHARED
+from tests.conftest import ROOT, SHARED, require_shared
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_templates_are_the_seeds_byte_for_byte(name: str) -> None:
     shipped = (ROOT / "prompts" / f"{name}.pt-BR.txt").read_bytes()
     seed = SHARED / "seeds" / f"{name}.pt-BR.txt"
-    if seed.exists():
-        assert shipped == seed.read_bytes()
+    require_shared(seed)
+    assert shipped == seed.read_bytes()
     template = load_template(name)
     assert template.text.encode("utf-8") == shipped
     assert template.version == hashlib.sha256(shipped).hexdigest()[:12]

@@ -53,6 +53,12 @@ class Metrics:
             ["app", "judge"],
             registry=r,
         )
+        self.answers_by_category = Counter(
+            "veredito_answers_with_category_total",
+            "Answers with at least one claim that is not grounded, by that claim's category",
+            ["app", "judge", "category"],
+            registry=r,
+        )
         self.score = Histogram(
             "veredito_score",
             "Claim-based score of ok verdicts",
@@ -143,6 +149,9 @@ class Metrics:
                     self.child(self.claims, app, judge, label, category).inc(n)
             if verdict.hallucinated:
                 self.child(self.hallucinated, app, judge).inc()
+            for category in verdict.categories:
+                if category in _CATEGORY_LABELS:
+                    self.child(self.answers_by_category, app, judge, category).inc()
             if verdict.score is not None:
                 self.child(self.score, app, judge).observe(verdict.score)
             if verdict.faithfulness is not None:

@@ -1,0 +1,416 @@
+"""Monitoring: rules, alerts, dashboard and Compose file, checked by the real tools.
+
+The integration test runs a real Prometheus with the project's rules, scraping a running worker
+and RabbitMQ's Prometheus plugin, sends a batch through the broker, then evaluates every recording
+rule and every dashboard panel query through Prometheus's HTTP API.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.conftest import IN_CI, ROOT, require_service
+from tests.llm_server import ServerThread
+from tests.test_broker_e2e import reset_broker, veredito
+
+MONITORING = ROOT / "monitoring"
+PROMETHEUS_DIR = MONITORING / "prometheus"
+DASHBOARD = MONITORING / "grafana" / "dashboards" / "veredito.json"
+AMQP = "amqp://guest:guest@127.0.0.1:5672//"
+
+
+def tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        message = f"{name} is not installed (make test installs Debian's prometheus package)"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+def wait_for(condition: Callable[[], Any], what: str, deadline: float = 60) -> Any:
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {deadline}s waiting for {what}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def panel_queries() -> list[tuple[str, str]]:
+    dashboard = json.loads(DASHBOARD.read_text())
+    return [
+        (panel["title"], target["expr"])
+        for panel in dashboard["panels"]
+        for target in panel["targets"]
+    ]
+
+
+def recording_rules() -> list[str]:
+    groups = yaml.safe_load((PROMETHEUS_DIR / "recording.yml").read_text())["groups"]
+    return [rule["record"] for group in groups for rule in group["rules"]]
+
+
+# -------------------------------------------------------------------------- static checks
+
+
+def test_promtool_check_rules_is_clean() -> None:
+    promtool = tool("promtool")
+    result = subprocess.run(
+        [promtool, "check", "rules", "recording.yml", "alerts.yml"],
+        cwd=PROMETHEUS_DIR,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS: 17 rules found" in result.stdout and "SUCCESS: 8 rules found" in result.stdout
+
+
+def test_promtool_alert_tests_pass() -> None:
+    promtool = tool("promtool")
+    result = subprocess.run(
+        [promtool, "test", "rules", "tests/alerts_test.yml"],
+        cwd=PROMETHEUS_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_alert_has_a_test_that_fires_and_one_that_does_not() -> None:
+    alerts = [
+        r["alert"]
+        for g in yaml.safe_load((PROMETHEUS_DIR / "alerts.yml").read_text())["groups"]
+        for r in g["rules"]
+    ]
+    cases = [
+        case
+        for test in yaml.safe_load((PROMETHEUS_DIR / "tests" / "alerts_test.yml").read_text())[
+            "tests"
+        ]
+        for case in test["alert_rule_test"]
+    ]
+    for alert in alerts:
+        mine = [c for c in cases if c["alertname"] == alert]
+        assert any(c["exp_alerts"] for c in mine), f"{alert} never fires in a test"
+        assert any(not c["exp_alerts"] for c in mine), f"{alert} has no must-not-fire case"
+    for group in yaml.safe_load((PROMETHEUS_DIR / "alerts.yml").read_text())["groups"]:
+        for rule in group["rules"]:
+            assert rule.get("for"), rule["alert"]
+            assert rule["labels"]["severity"] in ("warning", "critical")
+            assert len(rule["annotations"]["description"]) > 40
+
+
+def test_dashboard_has_a_stable_uid_variables_and_the_panels_asked_for() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    assert dashboard["uid"] == "veredito-main"
+    assert [v["name"] for v in dashboard["templating"]["list"]] == ["app", "judge"]
+    titles = " ".join(p["title"].lower() for p in dashboard["panels"])
+    for words in (
+        "by app",
+        "by category",
+        "verdict mix",
+        "score distribution",
+        "faithfulness",
+        "p50",
+        "tokens",
+        "failures",
+        "repairs",
+        "disagreements",
+        "dead letters",
+        "in-flight",
+        "throughput",
+        "queue depth",
+    ):
+        assert words in titles, words
+    import runpy
+
+    build = runpy.run_path(str(MONITORING / "grafana" / "make_dashboard.py"))["dashboard"]
+    assert build() == dashboard, "veredito.json is stale: run monitoring/grafana/make_dashboard.py"
+
+
+def test_compose_file_validates_against_the_compose_specification() -> None:
+    import jsonschema
+
+    schema = json.loads((ROOT / "tests" / "data" / "compose-spec.json").read_text())
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    errors = list(jsonschema.Draft201909Validator(schema).iter_errors(compose))
+    assert not errors, [e.message for e in errors]
+    services = compose["services"]
+    for name in (
+        "rabbitmq",
+        "redis",
+        "worker",
+        "results",
+        "producer",
+        "prometheus",
+        "alertmanager",
+        "grafana",
+    ):
+        assert name in services, name
+    for name in ("rabbitmq", "redis", "worker", "prometheus", "alertmanager", "grafana"):
+        assert "healthcheck" in services[name], name
+    env = services["worker"]["environment"]
+    assert {"VEREDITO_LLM_BASE_URL", "VEREDITO_LLM_API_KEY"} <= set(env)
+    mounts = " ".join(services["grafana"]["volumes"])
+    assert "provisioning" in mounts and "dashboards" in mounts
+    # and the schema does catch mistakes
+    broken = {**compose, "services": {**services, "worker": {**services["worker"], "restart": 5}}}
+    assert list(jsonschema.Draft201909Validator(schema).iter_errors(broken))
+
+
+# -------------------------------------------------------------------------- the real thing
+
+
+class Prometheus:
+    def __init__(self, binary: str, tmp: Path, worker_port: int) -> None:
+        self.port = free_port()
+        rules = tmp / "rules"
+        rules.mkdir()
+        for name in ("recording.yml", "alerts.yml"):
+            shutil.copy(PROMETHEUS_DIR / name, rules / name)
+        config = {
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "rule_files": [str(rules / "recording.yml"), str(rules / "alerts.yml")],
+            "scrape_configs": [
+                {
+                    "job_name": "veredito-worker",
+                    "static_configs": [{"targets": [f"127.0.0.1:{worker_port}"]}],
+                },
+                {
+                    "job_name": "rabbitmq-queues",
+                    "metrics_path": "/metrics/detailed",
+                    "params": {"family": ["queue_coarse_metrics"], "vhost": ["/"]},
+                    "static_configs": [{"targets": ["127.0.0.1:15692"]}],
+                },
+            ],
+        }
+        (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
+        self.process = subprocess.Popen(
+            [
+                binary,
+                f"--config.file={tmp / 'prometheus.yml'}",
+                f"--storage.tsdb.path={tmp / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=(tmp / "prometheus.log").open("w"),
+        )
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode(
+            {"query": expr}
+        )
+        with urllib.request.urlopen(url, timeout=10) as response:
+            body = json.loads(response.read())
+        assert body["status"] == "success", body
+        result: list[dict[str, Any]] = body["data"]["result"]
+        return result
+
+    def ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/-/ready", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=30)
+
+
+def batch() -> list[dict[str, Any]]:
+    base = {
+        "context": [
+            "Comercial Ipê Ltda., CNPJ 11.222.333/0001-81. Devolução em 7 dias, "
+            "conforme o art. 49 do CDC."
+        ]
+    }
+    rows = []
+    for i in range(30):
+        marker = ["", " #invent:LEI", " #invent:PRAZO_VALOR", ""][i % 4]
+        rows.append(
+            {
+                **base,
+                "id": f"mon-{i}",
+                "query": f"Posso devolver? ({i})",
+                "answer": f"Sim, em 7 dias.{marker} Procure a loja.",
+                "metadata": {"app": ["sac", "rh"][i % 2]},
+            }
+        )
+    rows += [
+        {**base, "id": "mon-bad", "query": "q #llm:bad_twice", "answer": "Sim."},
+        {**base, "id": "mon-fence", "query": "q #llm:fenced", "answer": "Sim, em 7 dias."},
+        {**base, "id": "mon-500", "query": "q #llm:http500_once", "answer": "Sim."},
+        # the test model calls this grounded; the rules know the check digits are wrong
+        {
+            **base,
+            "id": "mon-cnpj",
+            "query": "Qual o CNPJ?",
+            "answer": "O CNPJ é 11.222.333/0001-82.",
+        },
+    ]
+    return rows
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    require_service(5672, "RabbitMQ")
+    require_service(15692, "RabbitMQ's Prometheus plugin")
+    binary = tool("prometheus")
+    reset_broker(AMQP)
+    worker_port = free_port()
+    with ServerThread() as llm:
+        env = {
+            **os.environ,
+            "VEREDITO_BROKER_URL": AMQP,
+            "VEREDITO_LLM_BASE_URL": llm.base_url,
+            "VEREDITO_LLM_MAX_BACKOFF": "0.05",
+        }
+        worker = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "worker.cli",
+                "worker",
+                "--concurrency",
+                "16",
+                "--metrics-port",
+                str(worker_port),
+            ],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        prometheus = Prometheus(binary, tmp_path, worker_port)
+        try:
+            wait_for(prometheus.ready, "Prometheus to be ready")
+            yield {
+                "env": env,
+                "prometheus": prometheus,
+                "worker_port": worker_port,
+                "tmp": tmp_path,
+            }
+        finally:
+            prometheus.stop()
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(timeout=60)
+            reset_broker(AMQP)
+
+
+@pytest.mark.broker
+def test_rules_panels_and_metrics_against_a_real_prometheus(stack: dict[str, Any]) -> None:
+    prometheus: Prometheus = stack["prometheus"]
+    tmp: Path = stack["tmp"]
+    rows = batch()
+    source = tmp / "batch.jsonl"
+    source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    out = tmp / "verdicts.jsonl"
+
+    wait_for(lambda: prometheus.query('up{job="veredito-worker"} == 1'), "the worker to be scraped")
+    assert veredito("produce", str(source), env=stack["env"]).returncode == 0
+    results = veredito(
+        "results",
+        "--out",
+        str(out),
+        "--limit",
+        str(len(rows)),
+        "--idle-timeout",
+        "60",
+        env=stack["env"],
+        timeout=120,
+    )
+    assert results.returncode == 0, results.stderr
+    verdicts = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(verdicts) == len(rows)
+
+    # 1. the worker's counters equal the verdicts, exactly
+    with urllib.request.urlopen(
+        f"http://127.0.0.1:{stack['worker_port']}/metrics", timeout=10
+    ) as r:
+        exposition = r.read().decode()
+    samples: dict[str, Counter[tuple[tuple[str, str], ...]]] = {}
+    for family in text_string_to_metric_families(exposition):
+        for s in family.samples:
+            samples.setdefault(s.name, Counter())[tuple(sorted(s.labels.items()))] += s.value
+
+    def total(name: str, **labels: str) -> float:
+        return sum(v for k, v in samples.get(name, {}).items() if set(labels.items()) <= set(k))
+
+    for status in ("ok", "failed", "rejected"):
+        assert total("veredito_evaluations_total", status=status) == sum(
+            v["status"] == status for v in verdicts
+        ), status
+    assert total("veredito_hallucinated_answers_total") == sum(v["hallucinated"] for v in verdicts)
+    claims = Counter(
+        (c["verdict"], "none" if c["verdict"] == "grounded" else c["category"])
+        for v in verdicts
+        if v["status"] == "ok"
+        for c in v["claims"]
+    )
+    assert claims
+    for (verdict, category), n in claims.items():
+        assert total("veredito_claims_total", verdict=verdict, category=category) == n
+    assert total("veredito_claims_total") == sum(claims.values())
+    for category in {c for v in verdicts for c in v["categories"]}:
+        assert total("veredito_answers_with_category_total", category=category) == sum(
+            category in v["categories"] for v in verdicts
+        )
+    assert total("veredito_dead_letters_total") == sum(v["status"] == "failed" for v in verdicts)
+    assert total("veredito_rule_disagreements_total", category="CNPJ_CPF_RG") == 1
+    assert total("veredito_judge_output_repairs_total", kind="fence") >= 1
+    assert total("veredito_judge_retries_total", reason="server_error") == 2  # both prompts
+
+    # 2. promtool finds nothing to say about the exposition
+    check = subprocess.run(
+        [tool("promtool"), "check", "metrics"],
+        input=exposition,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert check.returncode == 0 and not (check.stdout + check.stderr).strip(), (
+        check.stdout + check.stderr
+    )
+
+    # 3. Prometheus has it all, and every recording rule and panel query returns data
+    wait_for(
+        lambda: prometheus.query(f"sum(veredito_evaluations_total) == {len(rows)}"),
+        "Prometheus to scrape the whole batch",
+    )
+    for record in recording_rules():
+        wait_for(lambda record=record: prometheus.query(record), f"recording rule {record}", 30)
+    for title, expr in panel_queries():
+        concrete = (
+            expr.replace("$app", ".*").replace("$judge", ".*").replace("$__rate_interval", "1m")
+        )
+        wait_for(lambda q=concrete: prometheus.query(q), f"panel {title!r}: {concrete}", 30)
