@@ -114,15 +114,8 @@ async def ceiling(base_url: str, n: int, concurrency: int, prompts: list[str]) -
 
 
 def reset(url: str) -> None:
-    if topology.is_amqp(url):
-        with Connection(url) as conn:
-            channel = conn.channel()
-            for name in (topology.TRIPLES_QUEUE, topology.VERDICTS_QUEUE, topology.DEAD_QUEUE):
-                channel.queue_delete(name)
-    else:
-        import redis
-
-        redis.Redis.from_url(url).flushdb()
+    """Start from empty queues."""
+    topology.delete_queues(url)
 
 
 def count_verdicts(url: str, n: int, arrivals: list[float], stop: threading.Event) -> None:

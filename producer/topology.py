@@ -19,6 +19,7 @@ __all__ = [
     "VERDICTS_EXCHANGE",
     "VERDICTS_QUEUE",
     "dead_queue",
+    "delete_queues",
     "is_amqp",
     "triples_exchange",
     "triples_queue",
@@ -91,6 +92,16 @@ def verdicts_queue(broker_url: str) -> Queue:
         durable=True,
         queue_arguments=_quorum(broker_url),
     )
+
+
+def delete_queues(broker_url: str) -> None:
+    """Delete veredito's three queues and every message in them (tests and benchmarks only)."""
+    from kombu import Connection
+
+    with Connection(broker_url) as conn:
+        channel = conn.channel()
+        for name in (TRIPLES_QUEUE, VERDICTS_QUEUE, DEAD_QUEUE):
+            channel.queue_delete(name)
 
 
 def verdict_routing_key(status: str, app: str | None) -> str:

@@ -31,16 +31,8 @@ BAD_TWICE_LINE = 123
 
 
 def reset_broker(url: str) -> None:
-    """Start from empty queues: RabbitMQ queues deleted, the Redis test database flushed."""
-    if topology.is_amqp(url):
-        with Connection(url) as conn:
-            channel = conn.channel()
-            for name in (topology.TRIPLES_QUEUE, topology.VERDICTS_QUEUE, topology.DEAD_QUEUE):
-                channel.queue_delete(name)
-    else:
-        import redis
-
-        redis.Redis.from_url(url).flushdb()
+    """Start from empty queues."""
+    topology.delete_queues(url)
 
 
 def write_input(path: Path) -> list[str]:
