@@ -157,6 +157,7 @@ async def test_invalid_twice_fails_and_keeps_the_raw_reply(llm_server: ServerThr
     assert outcome.dead_letter["raw_reply"] == v.error.raw_reply
     assert outcome.dead_letter["envelope"]["triple"]["answer"].startswith("O prazo")
     assert len(llm_server.script.requests) == 2  # asked once again, no more
+    assert v.usage == {"prompt_tokens": 200, "completion_tokens": 40}  # spent all the same
 
 
 @pytest.mark.parametrize(
@@ -232,3 +233,18 @@ def test_the_schema_check_can_fail() -> None:
     assert not validator.is_valid({"model": "m"})
     assert not validator.is_valid({**good, "temperature": "zero"})
     assert not validator.is_valid({**good, "response_format": {"type": "yaml"}})
+
+
+def test_azure_endpoints_also_get_the_api_key_header() -> None:
+    import aiohttp
+
+    async def headers(url: str) -> dict[str, str]:
+        async with aiohttp.ClientSession() as session:
+            return dict(ChatClient(session, base_url=url, model="m", api_key="k")._headers)
+
+    import asyncio
+
+    azure = asyncio.run(headers("https://acme.openai.azure.com/openai/v1"))
+    plain = asyncio.run(headers("https://api.openai.com/v1"))
+    assert azure["api-key"] == "k" and azure["Authorization"] == "Bearer k"
+    assert "api-key" not in plain and plain["Authorization"] == "Bearer k"

@@ -99,6 +99,8 @@ class ChatClient:
         self._headers = {"Content-Type": "application/json; charset=utf-8"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
+            if ".openai.azure.com" in self.url or ".cognitiveservices.azure.com" in self.url:
+                self._headers["api-key"] = api_key  # Azure OpenAI takes its keys in this header
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self.max_tokens = max_tokens
         self.json_mode = json_mode

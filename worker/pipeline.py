@@ -143,9 +143,11 @@ class Pipeline:
         log.warning("evaluation failed: %s", kind, extra={"id": triple_id, "kind": kind})
         message = str(exc) or type(exc).__name__
         elapsed = round(time.perf_counter() - started, 6)
+        spent = getattr(exc, "usage", (0, 0))
         verdict = Verdict(
             id=triple_id,
             status="failed",
+            usage={"prompt_tokens": spent[0], "completion_tokens": spent[1]},
             error=VerdictError(kind=kind, message=message, raw_reply=raw_reply),
             judge=self.judge.info,
             metadata=metadata,

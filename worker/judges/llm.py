@@ -66,6 +66,8 @@ class LLMJudge:
         outcomes = await asyncio.gather(*jobs, return_exceptions=True)
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
+                # the tokens were spent all the same; the pipeline reports them on the verdict
+                outcome.usage = (result.prompt_tokens, result.completion_tokens)  # type: ignore[attr-defined]
                 raise outcome
         for outcome in outcomes:
             if isinstance(outcome, ParsedClaims):
