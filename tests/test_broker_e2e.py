@@ -293,3 +293,38 @@ def test_offline_worker_uses_the_rules_judge(broker_url: str, tmp_path: Path) ->
     verdicts = [json.loads(line) for line in out.read_text().splitlines()]
     assert {v["id"] for v in verdicts} == expected
     assert {v["judge"]["kind"] for v in verdicts} == {"rules"}
+
+
+@pytest.mark.broker
+def test_replay_sends_dead_letters_back(broker_url: str) -> None:
+    from worker.publish import Publisher, dead_letter_message
+    from worker.replay import replay
+
+    envelope = {
+        "triple": {"id": "volta-1", "query": "q", "context": ["c"], "answer": "a"},
+        "source": {"input": "f.jsonl", "line": 3},
+        "produced_at": 1.0,
+    }
+    publisher = Publisher(broker_url).start()
+    try:
+        publisher.publish(
+            [
+                dead_letter_message(
+                    {"id": "volta-1", "reason": "judge_unavailable", "envelope": envelope}
+                ),
+                dead_letter_message({"id": "lixo", "reason": "x"}),  # no envelope: stays
+            ]
+        )
+    finally:
+        publisher.close()
+    report = replay(broker_url)
+    assert (report.replayed, report.left) == (1, 1)
+    with Connection(broker_url) as conn:
+        channel = conn.channel()
+        task = topology.triples_queue(broker_url)(channel).get(no_ack=True)
+        assert task is not None
+        _args, kwargs, _embed = json.loads(task.body)
+        assert kwargs["triple"] == envelope["triple"] and kwargs["source"] == envelope["source"]
+        assert task.headers["task"] == "veredito.evaluate"
+        left = topology.dead_queue(broker_url)(channel).get(no_ack=True)
+        assert left is not None and json.loads(left.body)["id"] == "lixo"

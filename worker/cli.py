@@ -78,6 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     results.add_argument(
         "--idle-timeout", type=float, help="stop after this many seconds without a verdict"
     )
+    replay = sub.add_parser("replay", help="send dead-lettered triples back to the queue")
+    replay.add_argument("--broker", help="broker URL")
+    replay.add_argument("--limit", type=int, help="replay at most this many")
+
     calibrate = sub.add_parser("calibrate", help="precision, recall and F1 on a labelled set")
     calibrate.add_argument("labelled", help="JSONL of triples with labels (spec §12)")
     calibrate.add_argument("--judge", choices=["auto", "llm", "rules"], help="default: auto")
@@ -103,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         "worker": _worker,
         "results": _results,
         "calibrate": _calibrate,
+        "replay": _replay,
     }
     return handler[args.command](args, settings)
 
@@ -237,6 +242,14 @@ def _results(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         bar.close()
     print(f"wrote {sink.written} verdicts ({sink.duplicates} duplicates skipped)", file=sys.stderr)
+    return 0
+
+
+def _replay(args: argparse.Namespace, settings: Settings) -> int:
+    from worker.replay import replay
+
+    report = replay(settings.broker_url, limit=args.limit)
+    print(f"replayed {report.replayed} dead letters; {report.left} left (not triples)")
     return 0
 
 

@@ -1,0 +1,68 @@
+"""``veredito replay``: send dead-lettered triples back to ``veredito.triples``.
+
+Reads ``veredito.dead`` one message at a time. A worker's dead-letter record (a failed verdict's
+``envelope``) and a task message RabbitMQ dead-lettered itself (delivery limit reached, or a task
+that could not publish its verdict) both carry the original envelope; it is published again with
+broker confirms, and only then is the dead message acked. Anything else is left in the queue.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from kombu import Connection
+
+from producer import topology
+from producer.publish import TriplePublisher
+
+__all__ = ["ReplayReport", "replay"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ReplayReport:
+    replayed: int = 0
+    left: int = 0
+
+
+def _envelope(body: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    if isinstance(value, dict) and isinstance(value.get("envelope"), dict):
+        envelope: dict[str, Any] = value["envelope"]  # our dead-letter record
+        return envelope
+    if isinstance(value, list) and len(value) == 3 and isinstance(value[1], dict):
+        return dict(value[1])  # a Celery task message dead-lettered by the broker
+    return None
+
+
+def replay(broker_url: str, limit: int | None = None) -> ReplayReport:
+    report = ReplayReport()
+    unusable = []
+    with Connection(broker_url) as conn, TriplePublisher(broker_url) as publisher:
+        queue = topology.dead_queue(broker_url)(conn.channel())
+        queue.declare()
+        while limit is None or report.replayed < limit:
+            message = queue.get(no_ack=False)
+            if message is None:
+                break
+            body = message.body if isinstance(message.body, bytes) else message.body.encode()
+            envelope = _envelope(body)
+            if envelope is None:
+                unusable.append(message)
+                continue
+            envelope.pop("produced_at", None)
+            publisher.publish(envelope, label="replay")
+            message.ack()
+            report.replayed += 1
+        for message in unusable:  # back in the queue, for a person to read
+            message.requeue()
+            report.left += 1
+    log.info("replayed %d dead letters", report.replayed, extra={"left": report.left})
+    return report
