@@ -14,7 +14,7 @@ from typing import Literal
 from producer.triple import Triple
 from worker.judges.base import Judge, Judgement
 from worker.metrics import Metrics
-from worker.rules import check_text, index_context
+from worker.rules import check_texts, index_context
 from worker.verdict import JudgeInfo, RuleFinding
 
 __all__ = ["CrossCheckedJudge"]
@@ -40,10 +40,11 @@ class CrossCheckedJudge:
         if not judgement.claims:
             return judgement
         ctx = index_context(triple.context)
-        for i, claim in enumerate(judgement.claims):
-            if claim.verdict != "grounded":
-                continue
-            bad = [c for c in check_text(claim.text, ctx) if c.status != "grounded"]
+        grounded = [i for i, claim in enumerate(judgement.claims) if claim.verdict == "grounded"]
+        checked = check_texts([judgement.claims[i].text for i in grounded], ctx)
+        for i, checks in zip(grounded, checked, strict=True):
+            claim = judgement.claims[i]
+            bad = [c for c in checks if c.status != "grounded"]
             for check in bad:
                 category = check.mention.category
                 judgement.rule_findings.append(

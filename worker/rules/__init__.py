@@ -10,8 +10,17 @@ from worker.rules.engine import (
     ClaimJudgement,
     ContextIndex,
     check_text,
+    check_texts,
     index_context,
     judge_answer,
 )
 
-__all__ = ["Check", "ClaimJudgement", "ContextIndex", "check_text", "index_context", "judge_answer"]
+__all__ = [
+    "Check",
+    "ClaimJudgement",
+    "ContextIndex",
+    "check_text",
+    "check_texts",
+    "index_context",
+    "judge_answer",
+]

@@ -197,9 +197,32 @@ def _year_conflict(mention: Mention, ctx: ContextIndex) -> bool:
 
 def check_text(text: str, ctx: ContextIndex) -> list[Check]:
     """Every mention in ``text`` checked against the context."""
-    digits = digitise(text)
-    claim_stems = _slot_stems(digits)
-    return [_check(mention, ctx, claim_stems) for mention in find_mentions(digits)]
+    return check_texts([text], ctx)[0]
+
+
+def check_texts(texts: Sequence[str], ctx: ContextIndex) -> list[list[Check]]:
+    """:func:`check_text` for many texts, with one pass of the detectors over all of them."""
+    digitised = [digitise(t) for t in texts]
+    per_text = _mentions_per_text(digitised)
+    return [
+        [_check(mention, ctx, _slot_stems(digits)) for mention in mentions]
+        for digits, mentions in zip(digitised, per_text, strict=True)
+    ]
+
+
+_SEPARATOR = "\x1f"  # neither a word character nor a space: no pattern runs across it
+
+
+def _mentions_per_text(digitised: Sequence[str]) -> list[list[Mention]]:
+    starts = []
+    offset = 0
+    for d in digitised:
+        starts.append(offset)
+        offset += len(d) + 1
+    per_text: list[list[Mention]] = [[] for _ in digitised]
+    for mention in find_mentions(_SEPARATOR.join(digitised)):
+        per_text[bisect.bisect_right(starts, mention.start) - 1].append(mention)
+    return per_text
 
 
 def _best_chunk(stems: Sequence[str], mention_keys: set[str], ctx: ContextIndex) -> int | None:
@@ -240,22 +263,11 @@ def judge_claim(
     return ClaimJudgement(text, "grounded", None, chunk, checks)
 
 
-_SEPARATOR = "\x1f"  # neither a word character nor a space: no pattern runs across it
-
-
 def judge_answer(answer: str, ctx: ContextIndex) -> list[ClaimJudgement]:
     """Judge each sentence of ``answer``; the detectors run once over all of them."""
     sentences = split_sentences(answer)
     digitised = [digitise(s) for s in sentences]
-    joined = _SEPARATOR.join(digitised)
-    starts = []
-    offset = 0
-    for d in digitised:
-        starts.append(offset)
-        offset += len(d) + 1
-    per_sentence: list[list[Mention]] = [[] for _ in sentences]
-    for mention in find_mentions(joined):
-        per_sentence[bisect.bisect_right(starts, mention.start) - 1].append(mention)
+    per_sentence = _mentions_per_text(digitised)
     return [
         judge_claim(sentence, ctx, mentions, digits)
         for sentence, digits, mentions in zip(sentences, digitised, per_sentence, strict=True)
