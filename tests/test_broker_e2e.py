@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +78,50 @@ def veredito(
     )
 
 
+@dataclass
+class Worker:
+    """A ``veredito worker`` process; ``returncode`` and ``stderr`` are set once it has stopped."""
+
+    process: subprocess.Popen[str]
+    returncode: int | None = None
+    stderr: str = ""
+
+
+@contextmanager
+def running_worker(
+    env: dict[str, str], concurrency: int, metrics_port: int = 0
+) -> Iterator[Worker]:
+    """Start a worker; on exit stop it with SIGTERM (a warm shutdown) and collect its stderr."""
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "worker.cli",
+            "worker",
+            "--concurrency",
+            str(concurrency),
+            "--metrics-port",
+            str(metrics_port),
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    worker = Worker(process)
+    try:
+        yield worker
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            _, worker.stderr = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            _, worker.stderr = process.communicate()
+        worker.returncode = process.returncode
+
+
 @pytest.fixture(params=sorted(BROKERS))
 def broker_url(request: pytest.FixtureRequest) -> Iterator[str]:
     url, port = BROKERS[request.param]
@@ -103,24 +149,7 @@ def test_produce_worker_results(broker_url: str, tmp_path: Path) -> None:
         assert f"published {N}: {N - 1} accepted, 1 rejected" in produced.stdout
         assert f"line {MALFORMED_LINE}: not valid JSON" in produced.stderr
 
-        worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "worker.cli",
-                "worker",
-                "--concurrency",
-                "50",
-                "--metrics-port",
-                "0",
-            ],
-            env=env,
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
+        with running_worker(env, 50) as worker:
             results = veredito(
                 "results",
                 "--out",
@@ -133,14 +162,7 @@ def test_produce_worker_results(broker_url: str, tmp_path: Path) -> None:
                 timeout=180,
             )
             assert results.returncode == 0, results.stderr
-        finally:
-            worker.send_signal(signal.SIGTERM)
-            try:
-                _, worker_err = worker.communicate(timeout=60)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                _, worker_err = worker.communicate()
-        assert worker.returncode == 0, worker_err[-3000:]
+        assert worker.returncode == 0, worker.stderr[-3000:]
 
     verdicts = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert len(verdicts) == N
@@ -195,42 +217,22 @@ def test_verdict_messages_are_persistent_and_routed(broker_url: str, tmp_path: P
             "VEREDITO_LLM_BASE_URL": llm.base_url,
         }
         assert veredito("produce", str(source), env=env).returncode == 0
-        worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "worker.cli",
-                "worker",
-                "--concurrency",
-                "2",
-                "--metrics-port",
-                "0",
-            ],
-            env=env,
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            with Connection(broker_url) as conn:
-                queue = topology.verdicts_queue(broker_url)(conn.channel())
-                queue.declare()
-                deadline = time.monotonic() + 60
-                message = None
-                while message is None and time.monotonic() < deadline:
-                    message = queue.get(no_ack=False)
-                    if message is None:
-                        time.sleep(0.1)
-                assert message is not None, "no verdict within 60 s"
-                assert message.properties.get("message_id") == "rota-1"
-                assert message.delivery_info["routing_key"] == "verdict.ok.sac_bot_1"
-                if topology.is_amqp(broker_url):
-                    assert message.properties.get("delivery_mode") == 2
-                assert json.loads(message.body)["id"] == "rota-1"
-                message.ack()
-        finally:
-            worker.send_signal(signal.SIGTERM)
-            worker.wait(timeout=60)
+        with running_worker(env, 2), Connection(broker_url) as conn:
+            queue = topology.verdicts_queue(broker_url)(conn.channel())
+            queue.declare()
+            deadline = time.monotonic() + 60
+            message = None
+            while message is None and time.monotonic() < deadline:
+                message = queue.get(no_ack=False)
+                if message is None:
+                    time.sleep(0.1)
+            assert message is not None, "no verdict within 60 s"
+            assert message.properties.get("message_id") == "rota-1"
+            assert message.delivery_info["routing_key"] == "verdict.ok.sac_bot_1"
+            if topology.is_amqp(broker_url):
+                assert message.properties.get("delivery_mode") == 2
+            assert json.loads(message.body)["id"] == "rota-1"
+            message.ack()
 
 
 @pytest.mark.broker
@@ -266,15 +268,8 @@ def test_offline_worker_uses_the_rules_judge(broker_url: str, tmp_path: Path) ->
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VEREDITO_LLM", "OPENAI_"))}
     env["VEREDITO_BROKER_URL"] = broker_url
     assert veredito("produce", str(examples), env=env).returncode == 0
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "worker.cli", "worker", "--concurrency", "8", "--metrics-port", "0"],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     out = tmp_path / "v.jsonl"
-    try:
+    with running_worker(env, 8):
         results = veredito(
             "results",
             "--out",
@@ -287,9 +282,6 @@ def test_offline_worker_uses_the_rules_judge(broker_url: str, tmp_path: Path) ->
             timeout=120,
         )
         assert results.returncode == 0, results.stderr
-    finally:
-        worker.send_signal(signal.SIGTERM)
-        worker.wait(timeout=60)
     verdicts = [json.loads(line) for line in out.read_text().splitlines()]
     assert {v["id"] for v in verdicts} == expected
     assert {v["judge"]["kind"] for v in verdicts} == {"rules"}

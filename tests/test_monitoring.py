@@ -13,7 +13,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
@@ -28,7 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import IN_CI, ROOT, require_service
 from tests.llm_server import ServerThread
-from tests.test_broker_e2e import reset_broker, veredito
+from tests.test_broker_e2e import reset_broker, running_worker, veredito
 
 MONITORING = ROOT / "monitoring"
 PROMETHEUS_DIR = MONITORING / "prometheus"
@@ -295,36 +294,19 @@ def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
             "VEREDITO_LLM_BASE_URL": llm.base_url,
             "VEREDITO_LLM_MAX_BACKOFF": "0.05",
         }
-        worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "worker.cli",
-                "worker",
-                "--concurrency",
-                "16",
-                "--metrics-port",
-                str(worker_port),
-            ],
-            env=env,
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        prometheus = Prometheus(binary, tmp_path, worker_port)
-        try:
-            wait_for(prometheus.ready, "Prometheus to be ready")
-            yield {
-                "env": env,
-                "prometheus": prometheus,
-                "worker_port": worker_port,
-                "tmp": tmp_path,
-            }
-        finally:
-            prometheus.stop()
-            worker.send_signal(signal.SIGTERM)
-            worker.wait(timeout=60)
-            reset_broker(AMQP)
+        with running_worker(env, 16, worker_port):
+            prometheus = Prometheus(binary, tmp_path, worker_port)
+            try:
+                wait_for(prometheus.ready, "Prometheus to be ready")
+                yield {
+                    "env": env,
+                    "prometheus": prometheus,
+                    "worker_port": worker_port,
+                    "tmp": tmp_path,
+                }
+            finally:
+                prometheus.stop()
+    reset_broker(AMQP)
 
 
 @pytest.mark.broker
