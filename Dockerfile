@@ -6,6 +6,7 @@ COPY pyproject.toml README.md ./
 COPY producer ./producer
 COPY worker ./worker
 COPY prompts ./prompts
+COPY veredito ./veredito
 RUN pip install . && useradd --create-home --uid 10001 veredito
 USER veredito
 EXPOSE 9808

@@ -36,6 +36,7 @@ generate: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	bash scripts/typecheck-tree.sh build/typecheck
 	$(BIN)/mypy
 
 bench: $(STAMP)

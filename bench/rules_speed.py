@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from producer.triple import parse_triple
-from worker.judges.rules import judge_triple
+from veredito.producer.triple import parse_triple
+from veredito.worker.judges.rules import judge_triple
 
 CHUNKS = [
     "Art. 49 do Código de Defesa do Consumidor (Lei nº 8.078, de 11 de setembro de 1990): o "

@@ -38,9 +38,9 @@ from kombu import Connection
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from producer import topology  # noqa: E402
-from producer.publish import TriplePublisher  # noqa: E402
-from prompts import load_template  # noqa: E402
+from veredito.producer import topology  # noqa: E402
+from veredito.producer.publish import TriplePublisher  # noqa: E402
+from veredito.prompts import load_template  # noqa: E402
 
 CONTEXT = [
     "Art. 49 do Código de Defesa do Consumidor (Lei nº 8.078/1990): o consumidor pode desistir do "
@@ -163,7 +163,7 @@ def worker_rate(
         [
             sys.executable,
             "-m",
-            "worker.cli",
+            "veredito",
             "worker",
             "--concurrency",
             str(concurrency),

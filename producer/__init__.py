@@ -3,6 +3,6 @@
 The producer never imports the worker; the worker imports this package's contract.
 """
 
-from producer.triple import InvalidTriple, Limits, Triple, parse_triple, triple_id
+from veredito.producer.triple import InvalidTriple, Limits, Triple, parse_triple, triple_id
 
 __all__ = ["InvalidTriple", "Limits", "Triple", "parse_triple", "triple_id"]

@@ -23,9 +23,9 @@ from typing import Any
 
 from kombu import Connection, Producer
 
-from producer import topology
-from producer.reader import InputLine
-from producer.triple import InvalidTriple, Limits, parse_triple
+from veredito.producer import topology
+from veredito.producer.reader import InputLine
+from veredito.producer.triple import InvalidTriple, Limits, parse_triple
 
 __all__ = ["ProduceReport", "TriplePublisher", "produce"]
 

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from kombu import Connection
 
-from producer import topology
-from producer.reader import InputLine
-from producer.triple import parse_triple
 from tests.conftest import ROOT, require_service
 from tests.llm_server import ServerThread
+from veredito.producer import topology
+from veredito.producer.reader import InputLine
+from veredito.producer.triple import parse_triple
 
 BROKERS = {
     "rabbitmq": ("amqp://guest:guest@127.0.0.1:5672//", 5672),
@@ -69,7 +69,7 @@ def veredito(
     *args: str, env: dict[str, str], timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "worker.cli", *args],
+        [sys.executable, "-m", "veredito", *args],
         capture_output=True,
         text=True,
         env=env,
@@ -96,7 +96,7 @@ def running_worker(
         [
             sys.executable,
             "-m",
-            "worker.cli",
+            "veredito",
             "worker",
             "--concurrency",
             str(concurrency),
@@ -239,9 +239,9 @@ def test_verdict_messages_are_persistent_and_routed(broker_url: str, tmp_path: P
 def test_results_skips_ids_already_written_and_cuts_a_torn_line(
     broker_url: str, tmp_path: Path
 ) -> None:
-    from worker.publish import Publisher, verdict_message
-    from worker.results import collect
-    from worker.verdict import Verdict
+    from veredito.worker.publish import Publisher, verdict_message
+    from veredito.worker.results import collect
+    from veredito.worker.verdict import Verdict
 
     out = tmp_path / "verdicts.jsonl"
     out.write_bytes(b'{"id": "v0", "status": "ok"}\n{"id": "v1", "sta')  # crash mid-write
@@ -289,8 +289,8 @@ def test_offline_worker_uses_the_rules_judge(broker_url: str, tmp_path: Path) ->
 
 @pytest.mark.broker
 def test_replay_sends_dead_letters_back(broker_url: str) -> None:
-    from worker.publish import Publisher, dead_letter_message
-    from worker.replay import replay
+    from veredito.worker.publish import Publisher, dead_letter_message
+    from veredito.worker.replay import replay
 
     envelope = {
         "triple": {"id": "volta-1", "query": "q", "context": ["c"], "answer": "a"},

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.llm_server import ServerThread
-from worker.cli import main
+from veredito.worker.cli import main
 
 EXAMPLES = ROOT / "examples" / "triples.jsonl"
 
@@ -85,7 +85,7 @@ def test_stdin_to_stdout_as_a_real_process(llm_server: ServerThread) -> None:
     env = {**os.environ, "VEREDITO_LLM_BASE_URL": llm_server.base_url}
     data = EXAMPLES.read_text(encoding="utf-8")
     proc = subprocess.run(
-        [sys.executable, "-m", "worker.cli", "run", "-", "--prompts", "claims"],
+        [sys.executable, "-m", "veredito", "run", "-", "--prompts", "claims"],
         input=data,
         capture_output=True,
         text=True,

@@ -10,11 +10,11 @@ from prometheus_client import CollectorRegistry
 
 from tests.conftest import ROOT
 from tests.llm_server import ServerThread
-from worker.cli import main
-from worker.judges import build_judge, new_session
-from worker.metrics import Metrics
-from worker.pipeline import Pipeline
-from worker.settings import Settings
+from veredito.worker.cli import main
+from veredito.worker.judges import build_judge, new_session
+from veredito.worker.metrics import Metrics
+from veredito.worker.pipeline import Pipeline
+from veredito.worker.settings import Settings
 
 TRIPLE = {
     "query": "Qual o CNPJ e o prazo?",

@@ -14,12 +14,12 @@ from referencing.jsonschema import DRAFT202012
 
 from tests.conftest import SHARED, require_shared
 from tests.llm_server import ServerThread
-from worker.judges import new_session
-from worker.judges.llm import LLMJudge
-from worker.llm_client import ChatClient
-from worker.metrics import Metrics
-from worker.pipeline import Outcome, Pipeline
-from worker.settings import Settings
+from veredito.worker.judges import new_session
+from veredito.worker.judges.llm import LLMJudge
+from veredito.worker.llm_client import ChatClient
+from veredito.worker.metrics import Metrics
+from veredito.worker.pipeline import Outcome, Pipeline
+from veredito.worker.settings import Settings
 
 OPENAPI = SHARED / "openai" / "openapi.yaml"
 
@@ -198,7 +198,7 @@ async def test_unreachable_server_fails_as_unavailable() -> None:
         llm_base_url="http://127.0.0.1:9/v1", llm_max_attempts=2, llm_max_backoff=0.01
     )
     async with new_session(settings) as session:
-        from worker.judges import build_judge
+        from veredito.worker.judges import build_judge
 
         pipeline = Pipeline(build_judge(settings, session), settings.limits)
         v = (await pipeline.evaluate({"triple": triple()})).verdict

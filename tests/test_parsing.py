@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from worker.errors import JudgeOutputInvalid
-from worker.parsing import normalise_verdict, parse_claims, parse_faithfulness
-from worker.scoring import count_categories, is_hallucinated, score_claims
+from veredito.worker.errors import JudgeOutputInvalid
+from veredito.worker.parsing import normalise_verdict, parse_claims, parse_faithfulness
+from veredito.worker.scoring import count_categories, is_hallucinated, score_claims
 
 
 def reply(*claims: dict[str, Any], **extra: Any) -> str:

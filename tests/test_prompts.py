@@ -4,8 +4,8 @@ import hashlib
 
 import pytest
 
-from prompts import NAMES, load_template, render_context, render_prompt
 from tests.conftest import ROOT, SHARED, require_shared
+from veredito.prompts import NAMES, load_template, render_context, render_prompt
 
 
 @pytest.mark.parametrize("name", NAMES)

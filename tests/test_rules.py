@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import ROOT
-from worker.calibrate import calibrate
-from worker.rules import check_text, index_context, judge_answer
-from worker.rules.detectors import find_mentions
-from worker.rules.text import digitise, split_sentences
-from worker.settings import Settings
+from veredito.worker.calibrate import calibrate
+from veredito.worker.rules import check_text, index_context, judge_answer
+from veredito.worker.rules.detectors import find_mentions
+from veredito.worker.rules.text import digitise, split_sentences
+from veredito.worker.settings import Settings
 
 
 def keys(text: str, category: str | None = None) -> set[str]:

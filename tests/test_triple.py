@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from producer.reader import read_lines
-from producer.triple import InvalidTriple, Limits, parse_triple, triple_id
+from veredito.producer.reader import read_lines
+from veredito.producer.triple import InvalidTriple, Limits, parse_triple, triple_id
 
 
 def test_canonical_fields() -> None:

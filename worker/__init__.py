@@ -1,6 +1,6 @@
 """veredito's worker side: the evaluation pipeline, the judges, the Celery app and the CLI.
 
-``celery -A worker worker`` finds the Celery app through :func:`__getattr__`, which imports Celery
+``celery -A veredito.worker worker`` finds the Celery app through :func:`__getattr__`, which imports Celery
 only when asked: ``veredito run`` and the pipeline never import it.
 """
 
@@ -13,7 +13,7 @@ __all__ = ["app"]
 
 def __getattr__(name: str) -> Any:
     if name in ("app", "celery"):
-        from worker.celery_app import app
+        from veredito.worker.celery_app import app
 
         return app
-    raise AttributeError(f"module 'worker' has no attribute {name!r}")
+    raise AttributeError(f"module 'veredito.worker' has no attribute {name!r}")

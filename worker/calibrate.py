@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from worker.judges import build_judge, new_session
-from worker.pipeline import Pipeline
-from worker.rules.text import fold
-from worker.settings import Settings
-from worker.verdict import CATEGORIES, VERDICTS, Verdict
+from veredito.worker.judges import build_judge, new_session
+from veredito.worker.pipeline import Pipeline
+from veredito.worker.rules.text import fold
+from veredito.worker.settings import Settings
+from veredito.worker.verdict import CATEGORIES, VERDICTS, Verdict
 
 __all__ = ["LabelledSetError", "Report", "calibrate", "load_labelled", "score"]
 

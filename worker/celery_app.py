@@ -22,13 +22,13 @@ from typing import Any
 
 from celery import Celery, signals
 
-from producer import topology
-from worker.logs import configure_logging
-from worker.metrics import Metrics
-from worker.pipeline import Outcome
-from worker.publish import Publisher, dead_letter_message, verdict_message
-from worker.runtime import Runtime
-from worker.settings import Settings
+from veredito.producer import topology
+from veredito.worker.logs import configure_logging
+from veredito.worker.metrics import Metrics
+from veredito.worker.pipeline import Outcome
+from veredito.worker.publish import Publisher, dead_letter_message, verdict_message
+from veredito.worker.runtime import Runtime
+from veredito.worker.settings import Settings
 
 __all__ = ["app", "celery_config", "configure", "evaluate"]
 
@@ -181,5 +181,5 @@ def evaluate(
 
 @signals.setup_logging.connect
 def _setup_logging(loglevel: Any = None, **_: Any) -> None:
-    """Our logging, not Celery's: see :mod:`worker.logs`."""
+    """Our logging, not Celery's: see :mod:`veredito.worker.logs`."""
     configure_logging(loglevel or settings().log_level)

@@ -15,8 +15,8 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from worker.logs import configure_logging
-from worker.settings import Settings
+from veredito.worker.logs import configure_logging
+from veredito.worker.settings import Settings
 
 __all__ = ["main"]
 
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _open_input(path: str) -> IO[str] | None:
-    from producer.reader import open_input
+    from veredito.producer.reader import open_input
 
     try:
         return open_input(path)
@@ -125,10 +125,10 @@ def _open_input(path: str) -> IO[str] | None:
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     from tqdm import tqdm
 
-    from producer.reader import read_lines
-    from worker.judges import JudgeNotConfigured
-    from worker.metrics import Metrics
-    from worker.run import run_lines
+    from veredito.producer.reader import read_lines
+    from veredito.worker.judges import JudgeNotConfigured
+    from veredito.worker.metrics import Metrics
+    from veredito.worker.run import run_lines
 
     stream = _open_input(args.input)
     if stream is None:
@@ -175,8 +175,8 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 def _produce(args: argparse.Namespace, settings: Settings) -> int:
     from kombu.exceptions import OperationalError
 
-    from producer.publish import produce
-    from producer.reader import read_lines
+    from veredito.producer.publish import produce
+    from veredito.producer.reader import read_lines
 
     stream = _open_input(args.input)
     if stream is None:
@@ -199,11 +199,11 @@ def _produce(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _worker(args: argparse.Namespace, settings: Settings) -> int:
-    from producer import topology
-    from worker.celery_app import app, configure
+    from veredito.producer import topology
+    from veredito.worker.celery_app import app, configure
 
     if settings.resolved_judge() == "llm" and not settings.llm_configured:
-        from worker.judges import NO_LLM_MESSAGE
+        from veredito.worker.judges import NO_LLM_MESSAGE
 
         print(f"veredito: {NO_LLM_MESSAGE}", file=sys.stderr)
         return 2
@@ -228,7 +228,7 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
 def _results(args: argparse.Namespace, settings: Settings) -> int:
     from tqdm import tqdm
 
-    from worker.results import collect
+    from veredito.worker.results import collect
 
     bar = tqdm(total=args.limit, unit="verdict", file=sys.stderr, disable=None)
     try:
@@ -246,7 +246,7 @@ def _results(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _replay(args: argparse.Namespace, settings: Settings) -> int:
-    from worker.replay import replay
+    from veredito.worker.replay import replay
 
     report = replay(settings.broker_url, limit=args.limit)
     print(f"replayed {report.replayed} dead letters; {report.left} left (not triples)")
@@ -256,8 +256,8 @@ def _replay(args: argparse.Namespace, settings: Settings) -> int:
 def _calibrate(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
-    from worker.calibrate import LabelledSetError, calibrate
-    from worker.judges import JudgeNotConfigured
+    from veredito.worker.calibrate import LabelledSetError, calibrate
+    from veredito.worker.judges import JudgeNotConfigured
 
     try:
         report = calibrate(args.labelled, settings)

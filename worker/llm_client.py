@@ -6,7 +6,7 @@ v1-compatible endpoint, vLLM, Ollama, llama.cpp server, Maritaca ...).  One
 
 Retryable errors (timeouts, lost connections, 429 honouring ``Retry-After``, 5xx) are retried
 with exponential backoff and jitter by tenacity; permanent ones (400, 401, 403, 404 ...) raise at
-once.  See :mod:`worker.errors`.
+once.  See :mod:`veredito.worker.errors`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from tenacity import (
     stop_after_attempt,
 )
 
-from worker.errors import (
+from veredito.worker.errors import (
     JudgeConnectionError,
     JudgeRateLimited,
     JudgeRequestRejected,
@@ -36,7 +36,7 @@ from worker.errors import (
     JudgeTimeout,
     RetryableError,
 )
-from worker.metrics import Metrics
+from veredito.worker.metrics import Metrics
 
 __all__ = ["ChatClient", "Completion", "Message"]
 

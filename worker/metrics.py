@@ -14,7 +14,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from worker.verdict import CATEGORIES, VERDICTS, Verdict
+from veredito.worker.verdict import CATEGORIES, VERDICTS, Verdict
 
 __all__ = ["Metrics"]
 

@@ -2,7 +2,8 @@
 
 ``parse_claims`` and ``parse_faithfulness`` either return a parsed reply with the list of repairs
 they made (each counted in ``veredito_judge_output_repairs_total``) or raise
-:class:`~worker.errors.JudgeOutputInvalid` with a message that can be sent back to the model.
+:class:`~veredito.worker.errors.JudgeOutputInvalid` with a message that can be sent back to the
+model.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from typing import Any
 
 import json_repair
 
-from worker.errors import JudgeOutputInvalid
-from worker.verdict import CATEGORIES, Claim, Faithfulness, VerdictLabel
+from veredito.worker.errors import JudgeOutputInvalid
+from veredito.worker.verdict import CATEGORIES, Claim, Faithfulness, VerdictLabel
 
 __all__ = [
     "ParsedClaims",

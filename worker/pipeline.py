@@ -16,12 +16,12 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from producer.triple import InvalidTriple, Limits, parse_triple
-from worker.errors import JudgeOutputInvalid, PermanentError, RetryableError
-from worker.judges.base import Judge
-from worker.metrics import Metrics
-from worker.scoring import count_categories, is_hallucinated, score_claims
-from worker.verdict import Verdict, VerdictError, utc_now
+from veredito.producer.triple import InvalidTriple, Limits, parse_triple
+from veredito.worker.errors import JudgeOutputInvalid, PermanentError, RetryableError
+from veredito.worker.judges.base import Judge
+from veredito.worker.metrics import Metrics
+from veredito.worker.scoring import count_categories, is_hallucinated, score_claims
+from veredito.worker.verdict import Verdict, VerdictError, utc_now
 
 __all__ = ["Outcome", "Pipeline", "fallback_id"]
 

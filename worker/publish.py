@@ -23,8 +23,8 @@ from typing import Any
 
 from kombu import Connection, Producer
 
-from producer import topology
-from worker.verdict import Verdict
+from veredito.producer import topology
+from veredito.worker.verdict import Verdict
 
 __all__ = ["Outgoing", "PublishError", "Publisher", "dead_letter_message", "verdict_message"]
 

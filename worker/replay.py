@@ -15,8 +15,8 @@ from typing import Any
 
 from kombu import Connection
 
-from producer import topology
-from producer.publish import TriplePublisher
+from veredito.producer import topology
+from veredito.producer.publish import TriplePublisher
 
 __all__ = ["ReplayReport", "replay"]
 

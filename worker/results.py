@@ -20,7 +20,7 @@ from typing import IO, Any
 
 from kombu import Connection, Message
 
-from producer import topology
+from veredito.producer import topology
 
 __all__ = ["ResultsSink", "collect"]
 

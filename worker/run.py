@@ -14,18 +14,18 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from producer.reader import InputLine
-from worker.judges import build_judge, new_session
-from worker.metrics import Metrics
-from worker.pipeline import Outcome, Pipeline
-from worker.settings import Settings
-from worker.verdict import CATEGORIES, VERDICTS, Verdict
+from veredito.producer.reader import InputLine
+from veredito.worker.judges import build_judge, new_session
+from veredito.worker.metrics import Metrics
+from veredito.worker.pipeline import Outcome, Pipeline
+from veredito.worker.settings import Settings
+from veredito.worker.verdict import CATEGORIES, VERDICTS, Verdict
 
 __all__ = ["Summary", "envelope_from_line", "run_lines"]
 
 
 def envelope_from_line(item: InputLine, input_name: str) -> dict[str, Any]:
-    """The same envelope a producer publishes (see :mod:`producer.publish`)."""
+    """The same envelope a producer publishes (see :mod:`veredito.producer.publish`)."""
     source = {"input": input_name, "line": item.line}
     if item.error is not None:
         return {"triple": None, "source": source, "error": item.error, "raw": item.text}

@@ -15,10 +15,10 @@ from typing import Any
 
 import aiohttp
 
-from worker.judges import Judge, build_judge, new_session
-from worker.metrics import Metrics
-from worker.pipeline import Outcome, Pipeline
-from worker.settings import Settings
+from veredito.worker.judges import Judge, build_judge, new_session
+from veredito.worker.metrics import Metrics
+from veredito.worker.pipeline import Outcome, Pipeline
+from veredito.worker.settings import Settings
 
 __all__ = ["Runtime"]
 

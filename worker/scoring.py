@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from worker.verdict import Claim
+from veredito.worker.verdict import Claim
 
 __all__ = ["count_categories", "is_hallucinated", "score_claims"]
 

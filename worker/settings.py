@@ -12,8 +12,8 @@ from typing import Annotated, Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from producer.triple import Limits
-from prompts import NAMES
+from veredito.producer.triple import Limits
+from veredito.prompts import NAMES
 
 __all__ = ["OPENAI_DEFAULT_BASE_URL", "Settings"]
 

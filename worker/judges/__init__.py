@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import aiohttp
 
-from worker.judges.base import Judge, Judgement
-from worker.judges.crosscheck import CrossCheckedJudge
-from worker.judges.llm import LLMJudge
-from worker.judges.rules import RulesJudge
-from worker.llm_client import ChatClient
-from worker.metrics import Metrics
-from worker.settings import Settings
+from veredito.worker.judges.base import Judge, Judgement
+from veredito.worker.judges.crosscheck import CrossCheckedJudge
+from veredito.worker.judges.llm import LLMJudge
+from veredito.worker.judges.rules import RulesJudge
+from veredito.worker.llm_client import ChatClient
+from veredito.worker.metrics import Metrics
+from veredito.worker.settings import Settings
 
 __all__ = ["Judge", "JudgeNotConfigured", "Judgement", "build_judge", "new_session"]
 

@@ -1,6 +1,6 @@
 """The judge port.  A judge turns a valid triple into a :class:`Judgement`.
 
-Two implementations: :mod:`worker.judges.llm` (an OpenAI-compatible model) and, offline,
+Two implementations: :mod:`veredito.worker.judges.llm` (an OpenAI-compatible model) and, offline,
 the rules judge.  The pipeline takes a judge as a parameter and never knows which one it has.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from producer.triple import Triple
-from worker.verdict import Claim, Faithfulness, JudgeInfo, RuleFinding
+from veredito.producer.triple import Triple
+from veredito.worker.verdict import Claim, Faithfulness, JudgeInfo, RuleFinding
 
 __all__ = ["Judge", "Judgement"]
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from producer.triple import Triple
-from worker.judges.base import Judge, Judgement
-from worker.metrics import Metrics
-from worker.rules import check_texts, index_context
-from worker.verdict import JudgeInfo, RuleFinding
+from veredito.producer.triple import Triple
+from veredito.worker.judges.base import Judge, Judgement
+from veredito.worker.metrics import Metrics
+from veredito.worker.rules import check_texts, index_context
+from veredito.worker.verdict import JudgeInfo, RuleFinding
 
 __all__ = ["CrossCheckedJudge"]
 

@@ -2,7 +2,7 @@
 
 Both prompts of a triple are asked concurrently.  An invalid reply is asked for again once, with
 the validation error appended to the conversation; a second invalid reply raises
-:class:`~worker.errors.JudgeOutputInvalid` carrying the raw reply.
+:class:`~veredito.worker.errors.JudgeOutputInvalid` carrying the raw reply.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from producer.triple import Triple
-from prompts import load_template, render_context
-from worker.errors import JudgeOutputInvalid
-from worker.judges.base import Judgement
-from worker.llm_client import ChatClient, Completion, Message
-from worker.metrics import Metrics
-from worker.parsing import ParsedClaims, parse_claims, parse_faithfulness
-from worker.verdict import Faithfulness, JudgeInfo
+from veredito.producer.triple import Triple
+from veredito.prompts import load_template, render_context
+from veredito.worker.errors import JudgeOutputInvalid
+from veredito.worker.judges.base import Judgement
+from veredito.worker.llm_client import ChatClient, Completion, Message
+from veredito.worker.metrics import Metrics
+from veredito.worker.parsing import ParsedClaims, parse_claims, parse_faithfulness
+from veredito.worker.verdict import Faithfulness, JudgeInfo
 
 __all__ = ["REASK", "LLMJudge"]
 

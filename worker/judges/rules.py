@@ -1,13 +1,13 @@
-"""The ``rules`` judge: the deterministic detectors of :mod:`worker.rules` behind the judge port."""
+"""The ``rules`` judge: the detectors of :mod:`veredito.worker.rules` behind the judge port."""
 
 from __future__ import annotations
 
 from collections import Counter
 
-from producer.triple import Triple
-from worker.judges.base import Judgement
-from worker.rules import index_context, judge_answer
-from worker.verdict import Claim, JudgeInfo, RuleFinding
+from veredito.producer.triple import Triple
+from veredito.worker.judges.base import Judgement
+from veredito.worker.rules import index_context, judge_answer
+from veredito.worker.verdict import Claim, JudgeInfo, RuleFinding
 
 __all__ = ["RULES_VERSION", "RulesJudge"]
 

@@ -5,7 +5,7 @@ programmes, places), ``engine`` compares them with the context and judges claims
 holds the Portuguese text handling and ``gazetteer`` the names it knows.
 """
 
-from worker.rules.engine import (
+from veredito.worker.rules.engine import (
     Check,
     ClaimJudgement,
     ContextIndex,

@@ -19,9 +19,9 @@ from functools import cache
 
 from validate_docbr import CNPJ, CPF
 
-from worker.rules import gazetteer as gz
-from worker.rules.text import fold
-from worker.rules.text import stem as _stem
+from veredito.worker.rules import gazetteer as gz
+from veredito.worker.rules.text import fold
+from veredito.worker.rules.text import stem as _stem
 
 __all__ = ["DETECTORS", "Mention", "find_mentions"]
 

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from worker.rules.detectors import Mention, find_mentions
-from worker.rules.text import content_stems, digitise, fold, split_sentences
+from veredito.worker.rules.detectors import Mention, find_mentions
+from veredito.worker.rules.text import content_stems, digitise, fold, split_sentences
 
 __all__ = ["Check", "ClaimJudgement", "ContextIndex", "check_text", "index_context", "judge_answer"]
 

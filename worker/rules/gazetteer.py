@@ -372,10 +372,12 @@ AMBIGUOUS_CITIES = frozenset(
 @cache
 def municipalities() -> dict[str, frozenset[str]]:
     """Folded municipality name -> the UFs that have a municipality of that name."""
-    from worker.rules.text import fold
+    from veredito.worker.rules.text import fold
 
     by_name: dict[str, set[str]] = {}
-    text = resources.files("worker.rules").joinpath("data/municipios.tsv").read_text("utf-8")
+    text = (
+        resources.files("veredito.worker.rules").joinpath("data/municipios.tsv").read_text("utf-8")
+    )
     for row in text.splitlines():
         uf, _, name = row.partition("\t")
         if name:

@@ -1,0 +1,84 @@
+"""The distribution as users get it: the wheel's contents."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(ROOT)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (built,) = out.glob("veredito-*.whl")
+    return built
+
+
+def test_wheel_installs_one_top_level_package(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    top = {name.split("/", 1)[0] for name in names}
+    dist_info = {t for t in top if t.endswith(".dist-info")}
+    assert top - dist_info == {"veredito"}, sorted(top)
+    for expected in (
+        "veredito/__init__.py",
+        "veredito/__main__.py",
+        "veredito/py.typed",
+        "veredito/producer/triple.py",
+        "veredito/worker/celery_app.py",
+        "veredito/worker/rules/data/municipios.tsv",
+        "veredito/prompts/claims.pt-BR.txt",
+        "veredito/prompts/faithfulness.pt-BR.txt",
+    ):
+        assert expected in names, expected
+    assert not any(name.startswith(("tests/", "bench/")) for name in names)
+
+
+def test_wheel_prompts_are_the_shipped_bytes(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        for name in ("claims", "faithfulness"):
+            shipped = (ROOT / "prompts" / f"{name}.pt-BR.txt").read_bytes()
+            assert archive.read(f"veredito/prompts/{name}.pt-BR.txt") == shipped
+
+
+def test_console_script_points_into_the_package(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        (entry_points,) = [n for n in archive.namelist() if n.endswith("entry_points.txt")]
+        text = archive.read(entry_points).decode()
+    assert "veredito = veredito.worker.cli:main" in text
+
+
+def test_celery_finds_the_app_by_package_name(tmp_path: Path) -> None:
+    """`celery -A veredito.worker worker` works from any directory (nothing relies on the checkout)."""
+    celery = Path(sys.executable).with_name("celery")
+    report = subprocess.run(
+        [str(celery), "-A", "veredito.worker", "report"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert "task_default_queue: 'veredito.triples'" in report.stdout
+
+
+def test_python_dash_m_veredito(tmp_path: Path) -> None:
+    help_text = subprocess.run(
+        [sys.executable, "-m", "veredito", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    assert "run" in help_text and "worker" in help_text
