@@ -1,7 +1,7 @@
 """veredito's worker side: the evaluation pipeline, the judges, the Celery app and the CLI.
 
-``celery -A veredito.worker worker`` finds the Celery app through :func:`__getattr__`, which imports Celery
-only when asked: ``veredito run`` and the pipeline never import it.
+``celery -A veredito.worker worker`` finds the Celery app through :func:`__getattr__`, which
+imports Celery only when asked: ``veredito run`` and the pipeline never import it.
 """
 
 from __future__ import annotations
