@@ -17,6 +17,11 @@ triple by a marker written anywhere in the query or answer, ``#llm:<behaviour>``
 ``slow``           waits ``slow_seconds`` before answering
 =================  =========================================================================
 
+Faults for the whole server, switched on the :class:`Script` while it runs (the chaos suite):
+``down`` answers every request with 503; ``refuse_key`` with 401; ``fault_rate`` makes that share
+of requests fail at random, by one of :data:`FAULTS` (500, 503, 429 with ``Retry-After``, a hang
+past the client's timeout, a connection reset, a malformed completion).
+
 Run it on its own with ``python tests/llm_server.py --port 8099 --latency 0.2``.
 """
 
@@ -26,6 +31,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import random
 import re
 import threading
 from collections import Counter
@@ -34,6 +40,7 @@ from typing import Any
 
 from aiohttp import web
 
+FAULTS = ("http500", "http503", "http429", "hang", "reset", "malformed")
 MARKER = re.compile(r"#llm:([a-z0-9_]+)")
 INVENT = re.compile(r"#invent:([A-Z_]+)")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -49,6 +56,25 @@ class Script:
     authorizations: list[str | None] = field(default_factory=list)
     attempts: Counter[str] = field(default_factory=Counter)
     served: int = 0
+    down: bool = False
+    refuse_key: bool = False
+    fault_rate: float = 0.0
+    hang_seconds: float = 5.0
+    seed: int = 7
+    faults: Counter[str] = field(default_factory=Counter)
+    rng: random.Random = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+
+    def fault(self) -> str | None:
+        if self.down:
+            return "down"
+        if self.refuse_key:
+            return "http401"
+        if self.fault_rate and self.rng.random() < self.fault_rate:
+            return self.rng.choice(FAULTS)
+        return None
 
 
 def _section(prompt: str, start: str, end: str) -> str:
@@ -145,6 +171,10 @@ async def chat_completions(request: web.Request) -> web.Response:
     delay = script.slow_seconds if behaviour == "slow" else script.latency
     if delay:
         await asyncio.sleep(delay)
+    fault = script.fault()
+    if fault is not None:
+        script.faults[fault] += 1
+        return await _fail(request, fault, script)
 
     if behaviour == "http401":
         return web.json_response({"error": {"message": "Incorrect API key provided"}}, status=401)
@@ -167,6 +197,26 @@ async def chat_completions(request: web.Request) -> web.Response:
     elif behaviour == "trailing_comma":
         content = content[:-1] + ",}"
     return web.json_response(completion(content, finish, body.get("model", "test")))
+
+
+async def _fail(request: web.Request, fault: str, script: Script) -> web.Response:
+    if fault == "hang":
+        await asyncio.sleep(script.hang_seconds)
+        return web.json_response({"error": {"message": "too late"}}, status=504)
+    if fault == "reset":
+        assert request.transport is not None
+        request.transport.abort()
+        return web.Response(status=500)
+    if fault == "malformed":
+        return web.Response(text='{"id": "chatcmpl-x", "choices": [{"mess', status=200)
+    if fault == "http429":
+        return web.json_response(
+            {"error": {"message": "slow down"}}, status=429, headers={"Retry-After": "1"}
+        )
+    if fault == "http401":
+        return web.json_response({"error": {"message": "Incorrect API key provided"}}, status=401)
+    status = 500 if fault == "http500" else 503
+    return web.json_response({"error": {"message": fault}}, status=status)
 
 
 def make_app(script: Script) -> web.Application:
@@ -219,8 +269,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8099)
     parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--fault-rate", type=float, default=0.0)
     args = parser.parse_args()
-    script = Script(latency=args.latency, record=False)
+    script = Script(latency=args.latency, record=False, fault_rate=args.fault_rate)
     web.run_app(
         make_app(script),
         host="127.0.0.1",

@@ -15,24 +15,35 @@ verdict.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
+from concurrent.futures import CancelledError
 from typing import Any
 
 from celery import Celery, signals
+from celery.exceptions import Reject
 
 from veredito.producer import topology
 from veredito.worker.logs import configure_logging
+from veredito.worker.marks import DoneMarks
 from veredito.worker.metrics import Metrics
 from veredito.worker.pipeline import Outcome
-from veredito.worker.publish import Publisher, dead_letter_message, verdict_message
+from veredito.worker.publish import (
+    Publisher,
+    PublishError,
+    dead_letter_message,
+    verdict_message,
+)
 from veredito.worker.runtime import Runtime
 from veredito.worker.settings import Settings
 
 __all__ = ["app", "celery_config", "configure", "evaluate"]
 
 log = logging.getLogger(__name__)
+
+MAX_RAW = 64 * 1024  # of a malformed task's arguments, kept on its rejected verdict's dead letter
 
 app = Celery("veredito", set_as_current=False)
 
@@ -47,7 +58,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "broker_url": url,
         "broker_transport_options": {"confirm_publish": True}
         if amqp
-        else {"visibility_timeout": 3600},
+        else redis_transport_options(settings),
         "broker_connection_retry_on_startup": True,
         "broker_pool_limit": max(10, settings.concurrency // 4),
         "task_serializer": "json",
@@ -64,10 +75,21 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_default_routing_key": topology.TRIPLES_QUEUE,
         "task_create_missing_queues": False,
         "worker_pool": "threads",
+        "worker_consumer": "veredito.worker.poison:PoisonAwareConsumer",
         "worker_concurrency": settings.concurrency,
         "worker_prefetch_multiplier": 2,
         "worker_send_task_events": False,
         "worker_hijack_root_logger": False,
+    }
+
+
+def redis_transport_options(settings: Settings) -> dict[str, Any]:
+    """A killed consumer's messages come back after ``visibility_timeout``; every worker sweeps
+    for such messages every 10 s (kombu's default sweeps every 100 s)."""
+    return {
+        "visibility_timeout": settings.redis_visibility_timeout,
+        "unacked_restore_interval": 10,
+        "unacked_restore_throttle": 1,
     }
 
 
@@ -139,29 +161,87 @@ def _start(**_: Any) -> None:
     publisher()  # connects and declares the verdicts and dead-letter queues
 
 
+def done_marks() -> DoneMarks | None:
+    if "marks" not in _state:
+        with _lock:
+            if "marks" not in _state:
+                current = settings()
+                url = current.marks_url
+                _state["marks"] = DoneMarks(url, current.done_ttl) if url else None
+    value = _state["marks"]
+    assert value is None or isinstance(value, DoneMarks)
+    return value
+
+
+@signals.worker_shutting_down.connect
+def _drain(**_: Any) -> None:
+    """SIGTERM: Celery stops consuming and waits for the tasks it holds; after the grace, what is
+    still in flight is cancelled and returned to the queue unacked (the tasks raise ``Reject``)."""
+    grace = settings().shutdown_grace
+    log.info("shutting down: %.0f s for the evaluations in flight", grace)
+
+    def give_up() -> None:
+        value = _state.get("runtime")
+        if isinstance(value, Runtime):
+            returned = value.abort()
+            if returned:
+                log.warning("grace over: %d evaluations go back to the queue", returned)
+
+    timer = threading.Timer(grace, give_up)
+    timer.daemon = True
+    timer.start()
+
+
 @signals.worker_shutdown.connect
 def _stop(**_: Any) -> None:
     value = _state.pop("runtime", None)
     if isinstance(value, Runtime):
+        value.abort()
         value.close()
     sender = _state.pop("publisher", None)
     if isinstance(sender, Publisher):
         sender.close()
+    marks = _state.pop("marks", None)
+    if isinstance(marks, DoneMarks):
+        marks.close()
+
+
+def envelope_from_call(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The envelope of a task message, whatever shape its arguments have.
+
+    Producers send it as keyword arguments (``triple``, ``source``, ``produced_at``, and
+    ``error``/``raw`` for a line that was not JSON). A plain ``evaluate.delay(triple)`` from a
+    user's own Celery code is taken as the triple. Anything else becomes a rejected verdict."""
+    if args:
+        if len(args) == 1 and not kwargs and isinstance(args[0], dict):
+            return {"triple": args[0], "source": None}
+        return {
+            "triple": None,
+            "source": None,
+            "error": "the task's arguments must be the triple or the producer's envelope "
+            f"(got {len(args)} positional arguments)",
+            "error_kind": "invalid_task",
+            "raw": json.dumps([args, kwargs], default=str)[:MAX_RAW],
+        }
+    source = kwargs.get("source")
+    envelope: dict[str, Any] = {
+        "triple": kwargs.get("triple"),
+        "source": source if isinstance(source, dict) else None,
+    }
+    if kwargs.get("error") is not None:
+        envelope.update(error=str(kwargs["error"]), raw=kwargs.get("raw"))
+    return envelope
 
 
 @app.task(name=topology.TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True)
-def evaluate(
-    self: Any,
-    triple: Any = None,
-    source: dict[str, Any] | None = None,
-    produced_at: float | None = None,
-    error: str | None = None,
-    raw: str | None = None,
-    **_: Any,
-) -> str:
-    envelope: dict[str, Any] = {"triple": triple, "source": source}
-    if error is not None:
-        envelope.update(error=error, raw=raw)
+def evaluate(self: Any, *args: Any, **kwargs: Any) -> str:
+    envelope = envelope_from_call(args, kwargs)
+    task_id = self.request.id
+    marks = done_marks()
+    m = metrics()
+    if marks is not None and task_id and marks.is_done(task_id):
+        m.redeliveries_skipped.inc()
+        return "already_published"
     sender = publisher()
 
     async def publish(outcome: Outcome) -> None:
@@ -170,9 +250,17 @@ def evaluate(
             messages.append(dead_letter_message(outcome.dead_letter))
         await sender.publish_async(messages)  # confirmed before Celery acks the triple
 
-    outcome = runtime().evaluate(envelope, then=publish)
+    try:
+        outcome = runtime().evaluate(envelope, then=publish)
+    except CancelledError:
+        raise Reject("shutting down", requeue=True) from None
+    except PublishError:
+        log.error("the broker did not take the verdict: the triple goes back to the queue")
+        raise Reject("verdict not published", requeue=True) from None
+    if marks is not None and task_id:
+        marks.mark(task_id, outcome.verdict.status)
+    produced_at = kwargs.get("produced_at")
     latency = time.time() - produced_at if isinstance(produced_at, int | float) else None
-    m = metrics()
     m.record_verdict(outcome.verdict, latency)
     if outcome.dead_letter is not None:
         m.dead_letters.labels(str(outcome.dead_letter["reason"])).inc()

@@ -5,7 +5,9 @@
     │   ├── JudgeTimeout               the judge did not answer in time
     │   ├── JudgeConnectionError       connection refused, reset or lost
     │   ├── JudgeRateLimited           HTTP 429; carries ``retry_after`` seconds when sent
-    │   └── JudgeServerError           HTTP 5xx (and 408, 409)
+    │   ├── JudgeServerError           HTTP 5xx (and 408, 409)
+    │   └── JudgeKeyRefused            HTTP 401/403 where the worker holds triples until the key
+    │                                  is fixed (the circuit breaker opens; nothing is failed)
     └── PermanentError                 retrying the same request cannot help
         ├── InvalidTriple              (producer.triple) the input breaks the contract
         ├── JudgeRequestRejected       HTTP 4xx: 400, 401, 403, 404, 422 ...
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 __all__ = [
     "JudgeConnectionError",
+    "JudgeKeyRefused",
     "JudgeOutputInvalid",
     "JudgeRateLimited",
     "JudgeRequestRejected",
@@ -66,6 +69,17 @@ class JudgeRateLimited(JudgeServerError):
         Exception.__init__(self, message, status, retry_after)
         self.status = status
         self.retry_after = retry_after
+
+
+class JudgeKeyRefused(RetryableError):
+    """The judge refused our credentials; waiting (for an operator) can fix it."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message, status)
+        self.status = status
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class JudgeRequestRejected(PermanentError):

@@ -21,15 +21,12 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 import aiohttp
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception_type,
-    stop_after_attempt,
-)
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
 
+from veredito.worker.breaker import CircuitBreaker
 from veredito.worker.errors import (
     JudgeConnectionError,
+    JudgeKeyRefused,
     JudgeRateLimited,
     JudgeRequestRejected,
     JudgeServerError,
@@ -75,7 +72,24 @@ def _retry_reason(exc: BaseException | None) -> str:
         return "rate_limited"
     if isinstance(exc, JudgeServerError):
         return "server_error"
+    if isinstance(exc, JudgeKeyRefused):
+        return "refused_key"
     return "other"
+
+
+def _exception(state: RetryCallState) -> BaseException | None:
+    return state.outcome.exception() if state.outcome else None
+
+
+class _Tries:
+    """Failed tries of one request that count towards its limit (outages do not)."""
+
+    def __init__(self) -> None:
+        self.counted = 0
+
+    def note(self, exc: BaseException | None) -> None:
+        if not getattr(exc, "outage", False):
+            self.counted += 1
 
 
 class ChatClient:
@@ -89,9 +103,11 @@ class ChatClient:
         timeout: float = 60.0,
         max_tokens: int = 2048,
         json_mode: bool = True,
-        max_attempts: int = 4,
+        max_attempts: int = 6,
         max_backoff: float = 30.0,
         metrics: Metrics | None = None,
+        breaker: CircuitBreaker | None = None,
+        hold_on_refused_key: bool = False,
     ) -> None:
         self._session = session
         self.url = base_url.rstrip("/") + "/chat/completions"
@@ -107,6 +123,8 @@ class ChatClient:
         self.max_attempts = max_attempts
         self.max_backoff = max_backoff
         self._metrics = metrics
+        self.breaker = breaker or CircuitBreaker(metrics=metrics)
+        self.hold_on_refused_key = hold_on_refused_key
 
     def request_body(self, messages: list[Message]) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -119,53 +137,83 @@ class ChatClient:
             body["response_format"] = {"type": "json_object"}
         return body
 
-    def _delay(self, exc: BaseException | None, attempt: int) -> float:
-        """Seconds to wait after failed try number ``attempt``: Retry-After, else backoff."""
+    def _delay(self, exc: BaseException | None, counted: int) -> float:
+        """Seconds to wait after a failed try: none for an outage (the breaker holds the request)
+        or a ``Retry-After`` (the breaker pauses the process); else backoff with jitter."""
+        if getattr(exc, "outage", False):
+            return 0.0
         if isinstance(exc, JudgeRateLimited) and exc.retry_after is not None:
-            return min(exc.retry_after, self.max_backoff)
-        backoff: float = 0.5 * 2 ** (attempt - 1) + random.uniform(0, 0.5)
+            return 0.0
+        backoff: float = 0.5 * 2 ** (max(counted, 1) - 1) + random.uniform(0, 0.5)
         return min(self.max_backoff, backoff)
 
-    def _wait(self, state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        return self._delay(exc, state.attempt_number + 1)  # try 1 happened before tenacity
-
-    def _note_retry(self, exc: BaseException | None, attempt: int) -> None:
+    def _note_retry(self, exc: BaseException | None, counted: int) -> None:
         reason = _retry_reason(exc)
         if self._metrics is not None:
             self._metrics.child(self._metrics.retries, reason).inc()
         log.warning(
-            "judge request failed (%s), try %d of %d",
+            "judge request failed (%s), %d of %d tries used",
             reason,
-            attempt,
+            counted,
             self.max_attempts,
             extra={"reason": reason, "error": type(exc).__name__},
         )
 
-    def _before_sleep(self, state: RetryCallState) -> None:
-        self._note_retry(
-            state.outcome.exception() if state.outcome else None, state.attempt_number + 1
-        )
-
     async def complete(self, messages: list[Message]) -> Completion:
+        """Ask until a reply comes: retryable failures are tried again. Only those seen while the
+        judge is otherwise healthy count towards ``max_attempts``; during an outage (the breaker
+        open) and under rate limiting the request waits instead, however long that takes."""
+        tries = _Tries()
         try:  # the first try costs no retry machinery
-            return await self._request(messages)
+            return await self._attempt(messages)
         except RetryableError as exc:
-            if self.max_attempts <= 1:
+            tries.note(exc)
+            if tries.counted >= self.max_attempts:
                 raise
-            self._note_retry(exc, 1)
-            await asyncio.sleep(self._delay(exc, 1))
+            self._note_retry(exc, tries.counted)
+            await asyncio.sleep(self._delay(exc, tries.counted))
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.max_attempts - 1),
-            wait=self._wait,
+            stop=lambda _: tries.counted >= self.max_attempts,
+            wait=lambda state: self._delay(_exception(state), tries.counted),
             retry=retry_if_exception_type(RetryableError),
-            before_sleep=self._before_sleep,
+            after=lambda state: tries.note(_exception(state)),
+            before_sleep=lambda state: self._note_retry(_exception(state), tries.counted),
             reraise=True,
         )
         async for attempt in retrying:
             with attempt:
-                return await self._request(messages)
+                return await self._attempt(messages)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _attempt(self, messages: list[Message]) -> Completion:
+        """One request, through the breaker; a failure is marked ``outage`` when it should not
+        count against the request's own tries."""
+        breaker = self.breaker
+        probe = await breaker.acquire()
+        opened = breaker.opened
+        try:
+            completion = await self._request(messages)
+        except RetryableError as exc:
+            breaker.failure(probe)
+            if isinstance(exc, JudgeRateLimited) and exc.retry_after is not None:
+                breaker.pause(min(exc.retry_after, self.max_backoff))
+            exc.outage = (  # type: ignore[attr-defined]
+                isinstance(exc, JudgeRateLimited) or breaker.opened != opened
+            )
+            raise
+        except JudgeRequestRejected as exc:
+            if exc.status not in (401, 403) or not self.hold_on_refused_key:
+                breaker.success(probe)  # the judge answers; this request is at fault
+                raise
+            breaker.failure(probe, refused_key=True)
+            refused = JudgeKeyRefused(str(exc), exc.status)
+            refused.outage = True  # type: ignore[attr-defined]
+            raise refused from exc
+        except BaseException:
+            breaker.release(probe)
+            raise
+        breaker.success(probe)
+        return completion
 
     async def _request(self, messages: list[Message]) -> Completion:
         started = time.perf_counter()

@@ -104,6 +104,22 @@ class Metrics:
         self.inflight = Gauge(
             "veredito_inflight_evaluations", "Evaluations in progress", registry=r
         )
+        self.circuit_state = Gauge(
+            "veredito_judge_circuit_state",
+            "The judge's circuit breaker: 0 closed, 1 half-open, 2 open",
+            registry=r,
+        )
+        self.circuit_transitions = Counter(
+            "veredito_judge_circuit_transitions_total",
+            "Changes of the judge's circuit breaker, by the state entered",
+            ["to"],
+            registry=r,
+        )
+        self.redeliveries_skipped = Counter(
+            "veredito_redeliveries_skipped_total",
+            "Redelivered triples whose verdict was already published (not judged again)",
+            registry=r,
+        )
         self.latency = Histogram(
             "veredito_evaluation_latency_seconds",
             "Time from triple produced to verdict published",

@@ -77,7 +77,7 @@ class Publisher:
         *,
         max_batch: int = 500,
         confirm_timeout: float = 30.0,
-        attempts: int = 5,
+        attempts: int = 12,
     ) -> None:
         self.broker_url = broker_url
         self.confirms = topology.is_amqp(broker_url)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Awaitable, Callable
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from typing import Any
 
 import aiohttp
@@ -34,6 +34,9 @@ class Runtime:
         self._session: aiohttp.ClientSession | None = None
         self._judge: Judge | None = None
         self.pipeline: Pipeline | None = None
+        self._inflight: set[Future[Outcome]] = set()
+        self._inflight_lock = threading.Lock()
+        self.aborting = False
 
     def start(self) -> Runtime:
         self._thread.start()
@@ -42,7 +45,9 @@ class Runtime:
 
     async def _setup(self) -> None:
         self._session = new_session(self.settings)
-        self._judge = build_judge(self.settings, self._session, self.metrics)
+        self._judge = build_judge(
+            self.settings, self._session, self.metrics, hold_on_refused_key=True
+        )
         self.pipeline = Pipeline(self._judge, self.settings.limits, self.metrics)
 
     def submit(
@@ -51,6 +56,8 @@ class Runtime:
         """Evaluate on the loop; ``then`` (say, publishing the verdict) runs there right after."""
         if self.pipeline is None:
             raise RuntimeError("runtime not started")
+        if self.aborting:
+            raise CancelledError("shutting down")
         pipeline = self.pipeline
 
         async def run() -> Outcome:
@@ -59,7 +66,25 @@ class Runtime:
                 await then(outcome)
             return outcome
 
-        return asyncio.run_coroutine_threadsafe(run(), self._loop)
+        future = asyncio.run_coroutine_threadsafe(run(), self._loop)
+        with self._inflight_lock:
+            self._inflight.add(future)
+        future.add_done_callback(self._forget)
+        return future
+
+    def _forget(self, future: Future[Outcome]) -> None:
+        with self._inflight_lock:
+            self._inflight.discard(future)
+
+    def abort(self) -> int:
+        """Cancel every evaluation in flight (the shutdown grace is over); new ones are refused.
+        Their waiting threads get ``CancelledError``: the task returns the triple to the queue."""
+        self.aborting = True
+        with self._inflight_lock:
+            pending = list(self._inflight)
+        for future in pending:
+            future.cancel()
+        return len(pending)
 
     def evaluate(
         self, envelope: dict[str, Any], then: Callable[[Outcome], Awaitable[None]] | None = None

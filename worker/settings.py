@@ -40,9 +40,35 @@ class Settings(BaseSettings):
     llm_max_tokens: int = Field(default=2048, gt=0)
     llm_json_mode: bool = True
     llm_max_attempts: int = Field(
-        default=4, ge=1, description="tries per request on retryable errors"
+        default=6,
+        ge=1,
+        description="tries per request on retryable errors while the judge is otherwise healthy",
     )
     llm_max_backoff: float = Field(default=30.0, ge=0, description="longest wait between tries")
+
+    breaker_failures: int = Field(
+        default=10, ge=1, description="consecutive retryable failures that open the circuit"
+    )
+    breaker_failure_rate: float = Field(
+        default=0.5, gt=0, le=1, description="share of failed requests in 10 s that opens it"
+    )
+    breaker_open_seconds: float = Field(default=2.0, gt=0, description="first wait when open")
+    breaker_max_open_seconds: float = Field(default=30.0, gt=0, description="longest wait")
+
+    shutdown_grace: float = Field(
+        default=30.0, ge=0, description="seconds SIGTERM leaves in-flight work to finish"
+    )
+    redis_url: str | None = Field(
+        default=None,
+        description="Redis for the done markers of published verdicts (default: the broker's "
+        "Redis when the broker is Redis; none with RabbitMQ)",
+    )
+    done_ttl: int = Field(default=3600, ge=1, description="seconds a done marker lives")
+    redis_visibility_timeout: float = Field(
+        default=300.0,
+        gt=0,
+        description="seconds before an unacked message on the Redis broker is delivered again",
+    )
 
     concurrency: int = Field(default=128, ge=1, description="evaluations in flight per worker")
     metrics_port: int | None = None
@@ -84,6 +110,14 @@ class Settings(BaseSettings):
     @property
     def effective_base_url(self) -> str:
         return self.llm_base_url or OPENAI_DEFAULT_BASE_URL
+
+    @property
+    def marks_url(self) -> str | None:
+        """Where done markers live: ``redis_url``, else the broker when it is Redis."""
+        if self.redis_url:
+            return self.redis_url
+        scheme = self.broker_url.split("://", 1)[0].lower()
+        return self.broker_url if scheme in ("redis", "rediss") else None
 
     def resolved_judge(self) -> Literal["llm", "rules"]:
         if self.judge == "auto":

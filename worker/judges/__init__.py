@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import aiohttp
 
+from veredito.worker.breaker import CircuitBreaker
 from veredito.worker.judges.base import Judge, Judgement
 from veredito.worker.judges.crosscheck import CrossCheckedJudge
 from veredito.worker.judges.llm import LLMJudge
@@ -36,8 +37,15 @@ def new_session(settings: Settings) -> aiohttp.ClientSession:
 
 
 def build_judge(
-    settings: Settings, session: aiohttp.ClientSession, metrics: Metrics | None = None
+    settings: Settings,
+    session: aiohttp.ClientSession,
+    metrics: Metrics | None = None,
+    *,
+    hold_on_refused_key: bool = False,
 ) -> Judge:
+    """The judge the settings ask for. ``hold_on_refused_key``: a 401/403 opens the circuit and
+    holds the triple (the worker: a revoked key must not burn the backlog) instead of failing it
+    (``veredito run``: say so at once)."""
     kind = settings.resolved_judge()
     if kind == "rules":
         return RulesJudge()
@@ -54,6 +62,14 @@ def build_judge(
         max_attempts=settings.llm_max_attempts,
         max_backoff=settings.llm_max_backoff,
         metrics=metrics,
+        breaker=CircuitBreaker(
+            failure_threshold=settings.breaker_failures,
+            failure_rate=settings.breaker_failure_rate,
+            open_seconds=settings.breaker_open_seconds,
+            max_open_seconds=settings.breaker_max_open_seconds,
+            metrics=metrics,
+        ),
+        hold_on_refused_key=hold_on_refused_key,
     )
     judge: Judge = LLMJudge(client, settings.prompts, metrics)
     if settings.cross_check != "off":
