@@ -14,6 +14,8 @@ nothing a producer is given disappears without a verdict saying why.
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 import time
 import uuid
 from collections.abc import Iterable
@@ -31,7 +33,8 @@ __all__ = ["ProduceReport", "TriplePublisher", "produce"]
 
 log = logging.getLogger(__name__)
 
-RETRY_POLICY = {"max_retries": 5, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 3}
+# A broker restart (RabbitMQ takes 5-20 s) is waited out: up to about 90 s of reconnecting.
+RETRY_POLICY = {"max_retries": 30, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 3}
 
 
 @dataclass
@@ -39,6 +42,8 @@ class ProduceReport:
     accepted: int = 0
     rejected: int = 0
     problems: list[str] = field(default_factory=list)  # the first few rejection reasons
+    last_line: int = 0  # the last input line published (and confirmed)
+    stopped_by: int | None = None  # the signal that stopped it before the end of its input
 
     def add_rejection(self, reason: str, keep: int = 20) -> None:
         self.rejected += 1
@@ -142,14 +147,31 @@ class TriplePublisher:
 def produce(
     lines: Iterable[InputLine], broker_url: str, input_name: str, limits: Limits = Limits()
 ) -> ProduceReport:
+    """Publish every line, each confirmed by the broker before the next is read. SIGTERM or
+    SIGINT stops it between two lines: what was published is confirmed, and the report says
+    the last line published (``stopped_by`` is the signal)."""
     report = ProduceReport()
-    with TriplePublisher(broker_url, limits) as publisher:
-        for item in lines:
-            problem = publisher.publish_line(item, input_name)
-            if problem is None:
-                report.accepted += 1
-            else:
-                report.add_rejection(str(problem))
+
+    def stop(signum: int, _frame: Any) -> None:
+        report.stopped_by = signum
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with TriplePublisher(broker_url, limits) as publisher:
+            for item in lines:
+                if report.stopped_by is not None:
+                    break
+                problem = publisher.publish_line(item, input_name)
+                report.last_line = item.line
+                if problem is None:
+                    report.accepted += 1
+                else:
+                    report.add_rejection(str(problem))
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     log.info(
         "produced %d triples",
         report.accepted + report.rejected,

@@ -7,14 +7,20 @@ could not be decoded.  Nothing is skipped silently; blank lines are the only lin
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["InputLine", "open_input", "read_lines"]
+__all__ = ["MAX_NESTING", "InputLine", "nested_deeper_than", "open_input", "read_lines"]
+
+# A line nested deeper is refused: a triple needs a few levels (metadata may use 32), and a value
+# hundreds of levels deep makes the JSON encoders downstream (kombu's, at a deeper stack) raise
+# RecursionError.
+MAX_NESTING = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,8 +37,14 @@ class InputLine:
 
 
 def open_input(path: str) -> IO[str]:
-    """Open ``path`` for reading as UTF-8 text; ``-`` is standard input."""
+    """Open ``path`` for reading as UTF-8 text; ``-`` is standard input.
+
+    Bytes that are not UTF-8 never stop the reading: they become lone surrogates
+    (``surrogateescape``), so the line is reported as invalid instead.
+    """
     if path == "-":
+        if isinstance(sys.stdin, io.TextIOWrapper):
+            sys.stdin.reconfigure(encoding="utf-8", errors="surrogateescape")
         return sys.stdin
     return Path(path).open(encoding="utf-8", errors="surrogateescape")
 
@@ -44,11 +56,34 @@ def read_lines(stream: IO[str]) -> Iterator[InputLine]:
             continue
         try:
             value = json.loads(stripped)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             if isinstance(exc, json.JSONDecodeError):
                 reason = f"{exc.msg} at column {exc.colno}"
-            else:
-                reason = str(exc)
+            elif isinstance(exc, RecursionError):
+                reason = f"nested deeper than {MAX_NESTING} levels"
+            else:  # a number past the integer string conversion limit
+                reason = str(exc).split(";")[0]
             yield InputLine(number, stripped, error=f"not valid JSON ({reason})")
         else:
-            yield InputLine(number, stripped, value=value)
+            if nested_deeper_than(value, MAX_NESTING):
+                reason = f"nested deeper than {MAX_NESTING} levels"
+                yield InputLine(number, stripped, error=f"not valid JSON ({reason})")
+            else:
+                yield InputLine(number, stripped, value=value)
+
+
+def nested_deeper_than(value: object, limit: int) -> bool:
+    """Whether ``value`` has lists or objects more than ``limit`` levels deep (no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False

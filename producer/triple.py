@@ -9,16 +9,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["InvalidTriple", "Limits", "Triple", "parse_triple", "triple_id"]
+__all__ = ["InvalidTriple", "Limits", "Triple", "check_metadata", "parse_triple", "triple_id"]
 
 QUERY_KEYS = ("query", "question", "user_input", "input")
 CONTEXT_KEYS = ("context", "contexts", "retrieved_contexts", "chunks", "documents")
 ANSWER_KEYS = ("answer", "response", "output")
 MAX_ID_LENGTH = 128
+MAX_METADATA_DEPTH = 32
+LONE_SURROGATE = "contains an invalid Unicode character (lone surrogate)"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +116,8 @@ def parse_triple(raw: object, limits: Limits = Limits(), line: int | None = None
         raise InvalidTriple("query", f"must be a string, got {_type_name(query)}", line)
     if not query.strip():
         raise InvalidTriple("query", "must not be empty", line)
+    if _SURROGATE.search(query):
+        raise InvalidTriple("query", LONE_SURROGATE, line)
 
     found, context = _pick(raw, CONTEXT_KEYS)
     if not found:
@@ -126,12 +133,14 @@ def parse_triple(raw: object, limits: Limits = Limits(), line: int | None = None
         )
     if not isinstance(answer, str):
         raise InvalidTriple("answer", f"must be a string, got {_type_name(answer)}", line)
+    if _SURROGATE.search(answer):
+        raise InvalidTriple("answer", LONE_SURROGATE, line)
 
     metadata = raw.get("metadata")
     if metadata is None:
         metadata = {}
-    elif not isinstance(metadata, dict):
-        raise InvalidTriple("metadata", f"must be an object, got {_type_name(metadata)}", line)
+    else:
+        check_metadata(metadata, line)
 
     size = len(query.encode()) + len(answer.encode()) + sum(len(c.encode()) for c in chunks)
     if size > limits.max_bytes:
@@ -148,6 +157,8 @@ def parse_triple(raw: object, limits: Limits = Limits(), line: int | None = None
         raise InvalidTriple("id", "must be a non-empty string when present", line)
     elif len(given_id) > MAX_ID_LENGTH:
         raise InvalidTriple("id", f"{len(given_id)} characters, limit is {MAX_ID_LENGTH}", line)
+    elif _SURROGATE.search(given_id):
+        raise InvalidTriple("id", LONE_SURROGATE, line)
     else:
         tid = given_id
 
@@ -158,12 +169,18 @@ def _parse_context(context: object, limits: Limits, line: int | None) -> tuple[s
     if isinstance(context, str):
         if not context.strip():
             raise InvalidTriple("context", "must not be an empty string", line)
+        if _SURROGATE.search(context):
+            raise InvalidTriple("context", LONE_SURROGATE, line)
         return (context,)
     if not isinstance(context, list):
         raise InvalidTriple(
             "context",
             f"must be a list of strings or one string, got {_type_name(context)}",
             line,
+        )
+    if not context:
+        raise InvalidTriple(
+            "context", "no chunks: with nothing retrieved there is nothing to judge against", line
         )
     if len(context) > limits.max_chunks:
         raise InvalidTriple(
@@ -178,4 +195,50 @@ def _parse_context(context: object, limits: Limits, line: int | None) -> tuple[s
             )
         if not chunk.strip():
             raise InvalidTriple("context", f"chunk {i} is empty", line)
+        if _SURROGATE.search(chunk):
+            raise InvalidTriple("context", f"chunk {i} {LONE_SURROGATE}", line)
     return tuple(context)
+
+
+def check_metadata(metadata: object, line: int | None = None) -> dict[str, Any]:
+    """``metadata`` itself if it is a JSON object that any JSON encoder can carry unchanged.
+
+    Raise :class:`InvalidTriple` (field ``metadata``) otherwise: not an object, nested deeper
+    than ``MAX_METADATA_DEPTH`` levels, a key that is not a string, NaN or Infinity, a lone
+    surrogate, or a value JSON has no type for.
+    """
+    if not isinstance(metadata, dict):
+        raise InvalidTriple("metadata", f"must be an object, got {_type_name(metadata)}", line)
+    problem = _json_problem(metadata, 1)
+    if problem is not None:
+        raise InvalidTriple("metadata", problem, line)
+    return metadata
+
+
+def _json_problem(value: object, depth: int) -> str | None:
+    """Why ``value`` cannot be written as strict UTF-8 JSON; None if it can."""
+    if value is None or isinstance(value, bool | str | int | float):
+        if isinstance(value, str) and _SURROGATE.search(value):
+            return LONE_SURROGATE
+        if isinstance(value, float) and not math.isfinite(value):
+            return "contains NaN or Infinity, which JSON cannot carry"
+        if isinstance(value, int) and value.bit_length() > 10_000:
+            return "contains a number too large to write"
+        return None
+    if depth > MAX_METADATA_DEPTH:
+        return f"nested deeper than {MAX_METADATA_DEPTH} levels"
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"keys must be strings, got {_type_name(key)}"
+            problem = _json_problem(key, depth) or _json_problem(item, depth + 1)
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(value, list | tuple):
+        for item in value:
+            problem = _json_problem(item, depth + 1)
+            if problem is not None:
+                return problem
+        return None
+    return f"contains a {_type_name(value)}, which JSON cannot carry"

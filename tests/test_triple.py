@@ -57,7 +57,7 @@ def test_id_is_deterministic_and_documented() -> None:
 
 @given(
     st.text(min_size=1).filter(str.strip),
-    st.lists(st.text(min_size=1).filter(str.strip), max_size=5),
+    st.lists(st.text(min_size=1).filter(str.strip), min_size=1, max_size=5),
     st.text(),
 )
 def test_id_is_a_function_of_the_content(query: str, chunks: list[str], answer: str) -> None:
@@ -75,6 +75,7 @@ def test_id_is_a_function_of_the_content(query: str, chunks: list[str], answer: 
         ({"query": 3, "context": ["c"], "answer": "a"}, "query", "must be a string, got number"),
         ({"query": "q", "answer": "a"}, "context", "missing"),
         ({"query": "q", "context": ["c", ""], "answer": "a"}, "context", "chunk 1 is empty"),
+        ({"query": "q", "context": [], "answer": "a"}, "context", "no chunks"),
         ({"query": "q", "context": ["c", 5], "answer": "a"}, "context", "chunk 1 must be a string"),
         ({"query": "q", "context": {"a": 1}, "answer": "a"}, "context", "got object"),
         ({"query": "q", "context": "", "answer": "a"}, "context", "empty string"),

@@ -53,12 +53,9 @@ _lock = threading.RLock()
 
 def celery_config(settings: Settings) -> dict[str, Any]:
     url = settings.broker_url
-    amqp = topology.is_amqp(url)
     return {
         "broker_url": url,
-        "broker_transport_options": {"confirm_publish": True}
-        if amqp
-        else redis_transport_options(settings),
+        "broker_transport_options": settings.broker_transport_options(),
         "broker_connection_retry_on_startup": True,
         "broker_pool_limit": max(10, settings.concurrency // 4),
         "task_serializer": "json",
@@ -79,17 +76,10 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "worker_concurrency": settings.concurrency,
         "worker_prefetch_multiplier": 2,
         "worker_send_task_events": False,
+        # No remote control: its exclusive per-node queue makes a second worker with the same
+        # node name (two on one host) die with RESOURCE_LOCKED, and nothing of ours uses it.
+        "worker_enable_remote_control": False,
         "worker_hijack_root_logger": False,
-    }
-
-
-def redis_transport_options(settings: Settings) -> dict[str, Any]:
-    """A killed consumer's messages come back after ``visibility_timeout``; every worker sweeps
-    for such messages every 10 s (kombu's default sweeps every 100 s)."""
-    return {
-        "visibility_timeout": settings.redis_visibility_timeout,
-        "unacked_restore_interval": 10,
-        "unacked_restore_throttle": 1,
     }
 
 

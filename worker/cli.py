@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import IO, Any
@@ -195,6 +196,18 @@ def _produce(args: argparse.Namespace, settings: Settings) -> int:
     )
     for problem in report.problems:
         print(f"  rejected {problem}", file=sys.stderr)
+    if report.stopped_by is not None:
+        resume = (
+            f" (resume with: tail -n +{report.last_line + 1} {args.input} | veredito produce -)"
+            if args.input != "-"
+            else ""
+        )
+        print(
+            f"veredito: stopped by signal {report.stopped_by} after line {report.last_line} of "
+            f"{args.input}; every line up to it is in the queue, none after it was sent{resume}",
+            file=sys.stderr,
+        )
+        return 128 + report.stopped_by
     return 0
 
 
@@ -220,6 +233,7 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
             "--without-gossip",
             "--without-mingle",
             "--without-heartbeat",
+            f"--hostname=veredito-{os.getpid()}@%h",  # several workers on one host
         ]
     )
     return 0
@@ -238,6 +252,7 @@ def _results(args: argparse.Namespace, settings: Settings) -> int:
             limit=args.limit,
             idle_timeout=args.idle_timeout,
             progress=bar,
+            transport_options=settings.broker_transport_options(),
         )
     finally:
         bar.close()

@@ -21,7 +21,7 @@ __all__ = ["Metrics"]
 SCORE_BUCKETS = tuple(round(i / 10, 1) for i in range(1, 11))
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 3600)
 REQUEST_BUCKETS = (0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1, 1.5, 2, 3, 5, 8, 13, 20, 30, 60)
-REPAIR_KINDS = ("fence", "prose", "syntax", "category", "chunk_idx", "empty_claim")
+REPAIR_KINDS = ("fence", "prose", "syntax", "category", "chunk_idx", "empty_claim", "unicode")
 _CATEGORY_LABELS = frozenset((*CATEGORIES, "none"))
 
 

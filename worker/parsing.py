@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,8 @@ _VERDICT_WORDS: dict[str, VerdictLabel] = {
 }
 _NO_CATEGORY = {"", "null", "none"}
 _DECODER = json.JSONDecoder()
+_NUMERIC = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass
@@ -54,6 +57,26 @@ class ParsedClaims:
     reported_score: float | None
     reasoning: str | None
     repairs: list[str] = field(default_factory=list)
+
+
+def _text(value: str, repairs: list[str]) -> str:
+    """``value`` with any lone surrogate (a ``\\ud800`` escape cut in half) replaced by U+FFFD:
+    no verdict could be written as UTF-8 with one in it."""
+    if _SURROGATE.search(value) is None:
+        return value
+    repairs.append("unicode")
+    return _SURROGATE.sub("\ufffd", value)
+
+
+def _preview(value: object) -> str:
+    """A short rendering of an untrusted value for an error message (repr escapes surrogates)."""
+    if isinstance(value, str):
+        return repr(value if len(value) <= 40 else value[:40] + "...")
+    if isinstance(value, dict | list):
+        return "an object" if isinstance(value, dict) else "a list"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return "a number"
+    return repr(value)
 
 
 def _fold(text: str) -> str:
@@ -98,6 +121,16 @@ def extract_json_object(text: str, repairs: list[str]) -> dict[str, Any]:
     start = text.find("{")
     if start < 0:
         raise JudgeOutputInvalid("the reply contains no JSON object", text)
+    try:
+        value = _decode_object(text, start, repairs)
+    except RecursionError:  # "[[[[..." thousands deep: the decoders recurse
+        raise JudgeOutputInvalid("the reply's JSON is nested too deeply", text) from None
+    if not isinstance(value, dict):
+        raise JudgeOutputInvalid("the reply's JSON is not an object", text)
+    return value
+
+
+def _decode_object(text: str, start: int, repairs: list[str]) -> object:
     end: int | None
     try:  # fast path: the C decoder finds where the first object ends
         value, end = _DECODER.raw_decode(text, start)
@@ -113,10 +146,15 @@ def extract_json_object(text: str, repairs: list[str]) -> dict[str, Any]:
         try:
             value = json.loads(candidate)
         except ValueError:
-            value = json_repair.repair_json(candidate, return_objects=True, skip_json_loads=True)
+            try:
+                value = json_repair.repair_json(
+                    candidate, return_objects=True, skip_json_loads=True
+                )
+            except ValueError as exc:  # json_repair's own "nesting exceeds ... recursion depth"
+                raise JudgeOutputInvalid(
+                    f"the reply's JSON cannot be repaired: {exc}", text
+                ) from None
             repairs.append("syntax")
-    if not isinstance(value, dict):
-        raise JudgeOutputInvalid("the reply's JSON is not an object", text)
     return value
 
 
@@ -124,12 +162,15 @@ def _number(value: object) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        number = float(value)
-    elif isinstance(value, str):
         try:
-            number = float(value.strip().replace(",", "."))
-        except ValueError:
+            number = float(value)
+        except OverflowError:  # an integer with hundreds of digits
             return None
+    elif isinstance(value, str):
+        numeral = value.strip().replace(",", ".")
+        if _NUMERIC.fullmatch(numeral) is None:  # float() would take "1_0", "inf", "١"
+            return None
+        number = float(numeral)
     else:
         return None
     return number if math.isfinite(number) else None
@@ -184,10 +225,11 @@ def parse_claims(text: str, n_chunks: int) -> ParsedClaims:
         verdict = normalise_verdict(item["verdict"])
         if verdict is None:
             raise JudgeOutputInvalid(
-                f"claims[{i}].verdict {item['verdict']!r} is not one of "
+                f"claims[{i}].verdict {_preview(item['verdict'])} is not one of "
                 "grounded, partial, invented, contradicted",
                 text,
             )
+        claim_text = _text(claim_text, repairs)
         if not claim_text.strip():
             repairs.append("empty_claim")
             continue
@@ -204,7 +246,7 @@ def parse_claims(text: str, n_chunks: int) -> ParsedClaims:
     return ParsedClaims(
         claims=claims,
         reported_score=_number(data.get("score")),
-        reasoning=reasoning if isinstance(reasoning, str) else None,
+        reasoning=_text(reasoning, repairs) if isinstance(reasoning, str) else None,
         repairs=repairs,
     )
 
@@ -225,4 +267,6 @@ def parse_faithfulness(text: str) -> tuple[Faithfulness, list[str]]:
         reasoning = ""
     if not isinstance(reasoning, str):
         raise JudgeOutputInvalid('"reasoning" must be a string', text)
+    unsupported = [_text(u, repairs) for u in unsupported]
+    reasoning = _text(reasoning, repairs)
     return Faithfulness(score=score, reasoning=reasoning, unsupported_claims=unsupported), repairs

@@ -3,11 +3,13 @@
 Messages are taken in batches; a batch is written, flushed and fsynced, and only then acked.  Ids
 already in the file (from an earlier run, or a redelivery after a crash) are acked without being
 written again.  A torn last line left by a crash mid-write is cut off at start: its message was
-never acked and comes back.
+never acked and comes back.  A lost broker connection (RabbitMQ restarting) is retried with
+backoff for as long as it takes; SIGTERM writes and acks what was taken, then exits 0.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kombu import Connection, Message
+from kombu.exceptions import OperationalError
 
 from veredito.producer import topology
 
@@ -87,6 +90,7 @@ def collect(
     idle_timeout: float | None = None,
     batch_size: int = 200,
     progress: Any = None,
+    transport_options: dict[str, Any] | None = None,
 ) -> ResultsSink:
     """Consume until ``limit`` verdicts are written, ``idle_timeout`` passes idle, or a signal."""
     if out_path is None or out_path == "-":
@@ -104,38 +108,67 @@ def collect(
 
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     pending: list[Message] = []
+    state = {"last": time.monotonic(), "done": False}
 
     def on_message(_body: Any, message: Message) -> None:
         pending.append(message)
 
+    def flush() -> None:
+        if pending:
+            before = sink.written
+            sink.write_batch(pending)
+            if progress is not None:
+                progress.update(sink.written - before)
+            pending.clear()
+            state["last"] = time.monotonic()
+
+    def consume(conn: Connection) -> None:
+        queue = topology.verdicts_queue(broker_url)
+        with conn.Consumer(
+            queue, callbacks=[on_message], accept=["json"], prefetch_count=batch_size
+        ):
+            while not stopping:
+                try:
+                    conn.drain_events(timeout=0.2)
+                    if len(pending) < batch_size:
+                        continue
+                except TimeoutError:  # socket.timeout is TimeoutError
+                    pass
+                flush()
+                if limit is not None and sink.written >= limit:
+                    break
+                if idle_timeout is not None and time.monotonic() - state["last"] > idle_timeout:
+                    break
+            flush()  # SIGTERM: what was taken is written, fsynced and acked before exit
+        state["done"] = True
+
+    delay = 0.5
     try:
-        with Connection(broker_url) as conn:
-            queue = topology.verdicts_queue(broker_url)
-            with conn.Consumer(
-                queue, callbacks=[on_message], accept=["json"], prefetch_count=batch_size
-            ):
-                last = time.monotonic()
-                while not stopping:
-                    try:
-                        conn.drain_events(timeout=0.2)
-                        if len(pending) < batch_size:
-                            continue
-                    except TimeoutError:  # socket.timeout is TimeoutError
-                        pass
-                    if pending:
-                        before = sink.written
-                        sink.write_batch(pending)
-                        if progress is not None:
-                            progress.update(sink.written - before)
-                        pending.clear()
-                        last = time.monotonic()
-                    if limit is not None and sink.written >= limit:
-                        break
-                    if idle_timeout is not None and time.monotonic() - last > idle_timeout:
-                        break
-                if pending:
-                    sink.write_batch(pending)
-                    pending.clear()
+        while not stopping and not state["done"]:
+            conn = Connection(broker_url, transport_options=transport_options or {})
+            try:
+                conn.ensure_connection(max_retries=1)
+                consume(conn)
+                delay = 0.5
+            except (
+                *conn.connection_errors,
+                *conn.channel_errors,
+                OperationalError,
+                OSError,
+            ) as exc:
+                # Messages taken on the lost channel cannot be acked: they come again (and
+                # those already written are skipped as repeats).
+                pending.clear()
+                log.warning(
+                    "lost the broker (%s); reconnecting in %.1f s", type(exc).__name__, delay
+                )
+                deadline = time.monotonic() + delay
+                while not stopping and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                delay = min(delay * 2, 10.0)
+            finally:
+                with contextlib.suppress(Exception):
+                    conn.release()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

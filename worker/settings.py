@@ -7,7 +7,7 @@ project's own variables are unset.  Nothing here runs at import time.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -110,6 +110,18 @@ class Settings(BaseSettings):
     @property
     def effective_base_url(self) -> str:
         return self.llm_base_url or OPENAI_DEFAULT_BASE_URL
+
+    def broker_transport_options(self) -> dict[str, Any]:
+        """RabbitMQ: publisher confirms. Redis: a killed consumer's messages come back after
+        ``redis_visibility_timeout``, found by a sweep every 10 s (kombu's default: 100 s)."""
+        scheme = self.broker_url.split("://", 1)[0].lower()
+        if scheme in ("redis", "rediss"):
+            return {
+                "visibility_timeout": self.redis_visibility_timeout,
+                "unacked_restore_interval": 10,
+                "unacked_restore_throttle": 1,
+            }
+        return {"confirm_publish": True}
 
     @property
     def marks_url(self) -> str | None:

@@ -1,0 +1,39 @@
+"""The chaos suite, small (bench/chaos.py runs the big one): through real RabbitMQ, two workers
+killed with SIGKILL, the results sink killed, RabbitMQ's app restarted, a judge failing 12 % of
+requests and then fully down for 10 s. Every id exactly once, no failed verdict for a transient
+fault, one dead-letter record per failed triple, and every process exits 0 on SIGTERM."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bench.chaos import ChaosConfig, run_chaos
+from tests.conftest import IN_CI, require_service
+
+
+@pytest.mark.broker
+def test_chaos_rabbitmq(tmp_path: Path) -> None:
+    require_service(5672, "RabbitMQ")
+    require_service(6379, "Redis")  # the done markers
+    if shutil.which("rabbitmqctl") is None:
+        if IN_CI:
+            pytest.fail("rabbitmqctl is needed to restart RabbitMQ's app")
+        pytest.skip("no rabbitmqctl here")
+    report = run_chaos(
+        ChaosConfig(
+            broker="rabbitmq",
+            n=1000,
+            max_kills=2,
+            kill_every=4.0,
+            outage=10.0,
+            deadline=400.0,
+            workdir=tmp_path,
+        )
+    )
+    assert report.passed, report.problems
+    assert report.worker_kills == 2 and report.sink_kills == 1 and report.broker_restarts == 1
+    assert report.outage_seconds == 10.0 and report.judge_faults.get("down", 0) > 0
+    assert report.distinct_ids == 1000 and report.failed == report.expected_failed > 0
