@@ -215,9 +215,7 @@ def sigterm(process: subprocess.Popen[bytes], timeout: float = 90) -> int | None
 def restart_rabbitmq() -> None:
     for action in ("stop_app", "start_app"):
         subprocess.run(["rabbitmqctl", action], check=True, capture_output=True, timeout=120)
-    subprocess.run(
-        ["rabbitmqctl", "await_startup"], check=True, capture_output=True, timeout=120
-    )
+    subprocess.run(["rabbitmqctl", "await_startup"], check=True, capture_output=True, timeout=120)
 
 
 class Tail:
@@ -256,7 +254,7 @@ def drain_dead(url: str) -> list[Any]:
     return records
 
 
-def run_chaos(config: ChaosConfig) -> ChaosReport:  # noqa: C901 - one timeline, read top down
+def run_chaos(config: ChaosConfig) -> ChaosReport:
     url = BROKERS[config.broker]
     workdir = config.workdir
     workdir.mkdir(parents=True, exist_ok=True)
@@ -386,7 +384,7 @@ def run_chaos(config: ChaosConfig) -> ChaosReport:  # noqa: C901 - one timeline,
             f"{report.dead_letter_ids} triples dead-lettered, {report.failed} failed verdicts"
         )
     if report.broker_dead_lettered:
-        report.problems.append(f"{report.broker_dead_lettered} messages dead-lettered by the broker")
+        report.problems.append(f"{report.broker_dead_lettered} dead-lettered by the broker")
     for name, code in report.exit_codes.items():
         if code != 0:
             report.problems.append(f"{name} exited {code} (expected 0 after SIGTERM)")
