@@ -102,6 +102,12 @@ def delete_queues(broker_url: str) -> None:
         channel = conn.channel()
         for name in (TRIPLES_QUEUE, VERDICTS_QUEUE, DEAD_QUEUE):
             channel.queue_delete(name)
+        if not is_amqp(broker_url):  # Redis: the lists themselves (kombu skips one it has no
+            # binding for, as veredito.dead on the default exchange), and held messages
+            stale = [TRIPLES_QUEUE, VERDICTS_QUEUE, DEAD_QUEUE]
+            stale += ["unacked", "unacked_index", "unacked_mutex"]
+            stale += [f"veredito:landing:{name}" for name in (TRIPLES_QUEUE, VERDICTS_QUEUE)]
+            channel.client.delete(*stale)
 
 
 def verdict_routing_key(status: str, app: str | None) -> str:

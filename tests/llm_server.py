@@ -204,8 +204,8 @@ async def _fail(request: web.Request, fault: str, script: Script) -> web.Respons
         await asyncio.sleep(script.hang_seconds)
         return web.json_response({"error": {"message": "too late"}}, status=504)
     if fault == "reset":
-        assert request.transport is not None
-        request.transport.abort()
+        if request.transport is not None:  # None when the client has gone already
+            request.transport.abort()
         return web.Response(status=500)
     if fault == "malformed":
         return web.Response(text='{"id": "chatcmpl-x", "choices": [{"mess', status=200)
@@ -252,7 +252,9 @@ class ServerThread:
         return f"http://127.0.0.1:{self.port}/v1"
 
     async def _start(self) -> None:
-        self._runner = web.AppRunner(make_app(self.script), access_log=None)
+        self._runner = web.AppRunner(
+            make_app(self.script), access_log=None, shutdown_timeout=1.0, handler_cancellation=True
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self._port, backlog=2048)
         await site.start()

@@ -55,6 +55,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     url = settings.broker_url
     return {
         "broker_url": url,
+        "broker_transport": settings.broker_transport(),
         "broker_transport_options": settings.broker_transport_options(),
         "broker_connection_retry_on_startup": True,
         "broker_pool_limit": max(10, settings.concurrency // 4),

@@ -253,6 +253,7 @@ def _results(args: argparse.Namespace, settings: Settings) -> int:
             idle_timeout=args.idle_timeout,
             progress=bar,
             transport_options=settings.broker_transport_options(),
+            transport=settings.broker_transport(),
         )
     finally:
         bar.close()

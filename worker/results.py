@@ -91,6 +91,7 @@ def collect(
     batch_size: int = 200,
     progress: Any = None,
     transport_options: dict[str, Any] | None = None,
+    transport: str | None = None,
 ) -> ResultsSink:
     """Consume until ``limit`` verdicts are written, ``idle_timeout`` passes idle, or a signal."""
     if out_path is None or out_path == "-":
@@ -145,7 +146,9 @@ def collect(
     delay = 0.5
     try:
         while not stopping and not state["done"]:
-            conn = Connection(broker_url, transport_options=transport_options or {})
+            conn = Connection(
+                broker_url, transport=transport, transport_options=transport_options or {}
+            )
             try:
                 conn.ensure_connection(max_retries=1)
                 consume(conn)

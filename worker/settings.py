@@ -120,8 +120,19 @@ class Settings(BaseSettings):
                 "visibility_timeout": self.redis_visibility_timeout,
                 "unacked_restore_interval": 10,
                 "unacked_restore_throttle": 1,
+                "priority_steps": [0],  # one list per queue: see worker/redis_transport.py
             }
         return {"confirm_publish": True}
+
+    def broker_transport(self) -> str | None:
+        """Our Redis transport for consumers (no lost message when one is killed), else the
+        URL's own."""
+        scheme = self.broker_url.split("://", 1)[0].lower()
+        if scheme in ("redis", "rediss"):
+            from veredito.worker.redis_transport import TRANSPORT
+
+            return TRANSPORT
+        return None
 
     @property
     def marks_url(self) -> str | None:
