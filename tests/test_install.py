@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import zipfile
@@ -9,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, require_service
 
 
 @pytest.fixture(scope="session")
@@ -82,3 +84,84 @@ def test_python_dash_m_veredito(tmp_path: Path) -> None:
         check=True,
     ).stdout
     assert "run" in help_text and "worker" in help_text
+
+
+@pytest.fixture(scope="session")
+def clean_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel installed the way users install it: a new venv, no extras, not editable."""
+    venv = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    pip = subprocess.run(
+        [str(venv / "bin" / "pip"), "install", "--quiet", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert pip.returncode == 0, pip.stderr[-3000:]
+    return venv
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("broker", ["rabbitmq", "redis"])
+def test_a_plain_install_runs_produce_worker_and_results(
+    clean_venv: Path, broker: str, tmp_path: Path
+) -> None:
+    from tests.test_broker_e2e import BROKERS, reset_broker
+
+    url, port = BROKERS[broker]
+    require_service(port, broker)
+    reset_broker(url)
+    veredito = str(clean_venv / "bin" / "veredito")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VEREDITO_", "OPENAI_"))}
+    env.update(VEREDITO_BROKER_URL=url, PYTHONPATH="")
+    source = tmp_path / "in.jsonl"
+    source.write_text((ROOT / "examples" / "triples.jsonl").read_text(encoding="utf-8"))
+    expected = len([line for line in source.read_text().splitlines() if line.strip()])
+    produced = subprocess.run(
+        [veredito, "produce", str(source)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert produced.returncode == 0, produced.stderr
+    worker = subprocess.Popen(
+        [veredito, "worker", "--concurrency", "4", "--metrics-port", "0"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        out = tmp_path / "verdicts.jsonl"
+        results = subprocess.run(
+            [
+                veredito,
+                "results",
+                "--out",
+                str(out),
+                "--limit",
+                str(expected),
+                "--idle-timeout",
+                "60",
+            ],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert results.returncode == 0, results.stderr
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            _, stderr = worker.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            _, stderr = worker.communicate()
+    assert worker.returncode == 0, stderr[-3000:]
+    assert len(out.read_text(encoding="utf-8").splitlines()) == expected
+    assert "Traceback" not in stderr
+    reset_broker(url)
