@@ -239,13 +239,13 @@ def test_verdict_messages_are_persistent_and_routed(broker_url: str, tmp_path: P
 def test_results_skips_ids_already_written_and_cuts_a_torn_line(
     broker_url: str, tmp_path: Path
 ) -> None:
-    from veredito.worker.publish import Publisher, verdict_message
+    from veredito.worker.publish import verdict_message, verdict_publisher
     from veredito.worker.results import collect
     from veredito.worker.verdict import Verdict
 
     out = tmp_path / "verdicts.jsonl"
     out.write_bytes(b'{"id": "v0", "status": "ok"}\n{"id": "v1", "sta')  # crash mid-write
-    publisher = Publisher(broker_url).start()
+    publisher = verdict_publisher(broker_url).start()
     try:
         publisher.publish(
             [verdict_message(Verdict(id=v, status="ok")) for v in ("v0", "v1", "v1", "v2")]
@@ -289,7 +289,7 @@ def test_offline_worker_uses_the_rules_judge(broker_url: str, tmp_path: Path) ->
 
 @pytest.mark.broker
 def test_replay_sends_dead_letters_back(broker_url: str) -> None:
-    from veredito.worker.publish import Publisher, dead_letter_message
+    from veredito.worker.publish import dead_letter_message, verdict_publisher
     from veredito.worker.replay import replay
 
     envelope = {
@@ -297,7 +297,7 @@ def test_replay_sends_dead_letters_back(broker_url: str) -> None:
         "source": {"input": "f.jsonl", "line": 3},
         "produced_at": 1.0,
     }
-    publisher = Publisher(broker_url).start()
+    publisher = verdict_publisher(broker_url).start()
     try:
         publisher.publish(
             [

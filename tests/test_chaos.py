@@ -1,7 +1,7 @@
-"""The chaos suite, small (bench/chaos.py runs the big one): through real RabbitMQ, two workers
-killed with SIGKILL, the results sink killed, RabbitMQ's app restarted, a judge failing 12 % of
-requests and then fully down for 10 s. Every id exactly once, no failed verdict for a transient
-fault, one dead-letter record per failed triple, and every process exits 0 on SIGTERM."""
+"""The chaos suite, small (bench/chaos.py runs the big one): through real RabbitMQ and Redis, two
+workers killed with SIGKILL, the results sink killed, RabbitMQ's app restarted, a judge failing
+12 % of requests and then fully down for 10 s. Every id exactly once, no failed verdict for a
+transient fault, one dead-letter record per failed triple, every process exits 0 on SIGTERM."""
 
 from __future__ import annotations
 
@@ -36,4 +36,26 @@ def test_chaos_rabbitmq(tmp_path: Path) -> None:
     assert report.passed, report.problems
     assert report.worker_kills == 2 and report.sink_kills == 1 and report.broker_restarts == 1
     assert report.outage_seconds == 10.0 and report.judge_faults.get("down", 0) > 0
+    assert report.distinct_ids == 1000 and report.failed == report.expected_failed > 0
+
+
+@pytest.mark.broker
+def test_chaos_redis(tmp_path: Path) -> None:
+    """The same on Redis (no broker restart); a short visibility timeout so that the killed
+    workers' triples come back within the test."""
+    require_service(6379, "Redis")
+    report = run_chaos(
+        ChaosConfig(
+            broker="redis",
+            n=1000,
+            max_kills=2,
+            kill_every=4.0,
+            outage=10.0,
+            visibility_timeout=20.0,
+            deadline=400.0,
+            workdir=tmp_path,
+        )
+    )
+    assert report.passed, report.problems
+    assert report.worker_kills == 2 and report.sink_kills == 1
     assert report.distinct_ids == 1000 and report.failed == report.expected_failed > 0

@@ -35,6 +35,7 @@ from veredito.worker.publish import (
     PublishError,
     dead_letter_message,
     verdict_message,
+    verdict_publisher,
 )
 from veredito.worker.runtime import Runtime
 from veredito.worker.settings import Settings
@@ -135,7 +136,7 @@ def publisher() -> Publisher:
         with _lock:
             value = _state.get("publisher")
             if value is None:
-                value = Publisher(settings().broker_url).start()
+                value = verdict_publisher(settings().broker_url).start()
                 _state["publisher"] = value
     assert isinstance(value, Publisher)
     return value

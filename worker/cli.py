@@ -265,7 +265,10 @@ def _replay(args: argparse.Namespace, settings: Settings) -> int:
     from veredito.worker.replay import replay
 
     report = replay(settings.broker_url, limit=args.limit)
-    print(f"replayed {report.replayed} dead letters; {report.left} left (not triples)")
+    print(
+        f"replayed {report.replayed} dead letters; {report.repeats} repeated records dropped; "
+        f"{report.left} left (not triples)"
+    )
     return 0
 
 

@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 class ReplayReport:
     replayed: int = 0
     left: int = 0
+    repeats: int = 0  # records of a triple already replayed in this run (dropped)
 
 
 def _envelope(body: bytes) -> dict[str, Any] | None:
@@ -42,9 +43,20 @@ def _envelope(body: bytes) -> dict[str, Any] | None:
     return None
 
 
+def _record_id(body: bytes) -> str | None:
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    if isinstance(value, dict) and isinstance(value.get("id"), str):
+        return str(value["id"])
+    return None
+
+
 def replay(broker_url: str, limit: int | None = None) -> ReplayReport:
     report = ReplayReport()
     unusable = []
+    replayed_ids: set[str] = set()
     with Connection(broker_url) as conn, TriplePublisher(broker_url) as publisher:
         queue = topology.dead_queue(broker_url)(conn.channel())
         queue.declare()
@@ -57,12 +69,25 @@ def replay(broker_url: str, limit: int | None = None) -> ReplayReport:
             if envelope is None:
                 unusable.append(message)
                 continue
+            record_id = _record_id(body)
+            if record_id is not None and record_id in replayed_ids:
+                # a second record of one failed triple (its worker died between publishing and
+                # marking it done, and it was judged again): one replay is enough
+                message.ack()
+                report.repeats += 1
+                continue
             envelope.pop("produced_at", None)
             publisher.publish(envelope, label="replay")
             message.ack()
             report.replayed += 1
+            if record_id is not None:
+                replayed_ids.add(record_id)
         for message in unusable:  # back in the queue, for a person to read
             message.requeue()
             report.left += 1
-    log.info("replayed %d dead letters", report.replayed, extra={"left": report.left})
+    log.info(
+        "replayed %d dead letters",
+        report.replayed,
+        extra={"left": report.left, "repeats": report.repeats},
+    )
     return report

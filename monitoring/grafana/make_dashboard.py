@@ -164,6 +164,20 @@ PANELS: list[tuple[str, str, str, list[tuple[str, str]], int]] = [
         8,
     ),
     (
+        "Judge circuit (0 closed, 1 half-open, 2 open), by worker",
+        "timeseries",
+        "short",
+        [("max by (instance) (veredito_judge_circuit_state)", "{{instance}}")],
+        12,
+    ),
+    (
+        "Redeliveries not judged again (per second)",
+        "timeseries",
+        "reqps",
+        [(f"sum(rate(veredito_redeliveries_skipped_total[{RI}]))", "skipped")],
+        12,
+    ),
+    (
         "Queue depth",
         "timeseries",
         "short",
