@@ -79,6 +79,16 @@ def build_parser() -> argparse.ArgumentParser:
     results.add_argument(
         "--idle-timeout", type=float, help="stop after this many seconds without a verdict"
     )
+    serve = sub.add_parser("serve", help="HTTP ingest: triples and aferiq-eval traces in")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--broker", help="broker URL")
+    serve.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="accept requests without a token (only when VEREDITO_INGEST_TOKENS is unset)",
+    )
+
     replay = sub.add_parser("replay", help="send dead-lettered triples back to the queue")
     replay.add_argument("--broker", help="broker URL")
     replay.add_argument("--limit", type=int, help="replay at most this many")
@@ -109,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         "results": _results,
         "calibrate": _calibrate,
         "replay": _replay,
+        "serve": _serve,
     }
     return handler[args.command](args, settings)
 
@@ -258,6 +269,42 @@ def _results(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         bar.close()
     print(f"wrote {sink.written} verdicts ({sink.duplicates} duplicates skipped)", file=sys.stderr)
+    return 0
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    from aiohttp import web
+
+    from veredito.producer.ingest import Tokens
+    from veredito.producer.serve import IngestConfig, make_app
+
+    tokens = settings.ingest_tokens.get_secret_value() if settings.ingest_tokens else None
+    config = IngestConfig(
+        broker_url=settings.broker_url,
+        tokens=Tokens(tokens),
+        insecure_no_auth=args.insecure_no_auth,
+        max_bytes=settings.ingest_max_bytes,
+        max_backlog=settings.ingest_max_backlog,
+        limits=settings.limits,
+    )
+    try:
+        app = make_app(config)
+    except ValueError as exc:
+        print(f"veredito: {exc}", file=sys.stderr)
+        return 2
+
+    def ready(_: str) -> None:
+        print(f"veredito serve: listening on http://{args.host}:{args.port}", flush=True)
+
+    web.run_app(
+        app,
+        host=args.host,
+        port=args.port,
+        access_log=None,
+        print=ready,
+        shutdown_timeout=settings.shutdown_grace,
+        backlog=2048,
+    )
     return 0
 
 

@@ -9,15 +9,19 @@ failed one also yields a dead-letter record keeping the input and the judge's ra
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import logging
 import time
 import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from veredito.producer.triple import InvalidTriple, Limits, check_metadata, parse_triple
+from veredito.producer.triple import (
+    InvalidTriple,
+    Limits,
+    check_metadata,
+    fallback_id,
+    parse_triple,
+)
 from veredito.worker.errors import JudgeOutputInvalid, PermanentError, RetryableError
 from veredito.worker.judges.base import Judge
 from veredito.worker.metrics import Metrics
@@ -33,44 +37,6 @@ log = logging.getLogger(__name__)
 class Outcome:
     verdict: Verdict
     dead_letter: dict[str, Any] | None = None
-
-
-def fallback_id(value: object) -> str:
-    """A deterministic id for an input that is not a valid triple.  Never raises."""
-    given = value.get("id") if isinstance(value, dict) else None
-    if isinstance(given, str) and 0 < len(given) <= 128 and _encodable(given):
-        return given
-    if isinstance(value, str):
-        text = value
-    else:
-        try:
-            text = json.dumps(value, sort_keys=True, default=str)
-        except (RecursionError, TypeError, ValueError):  # too deep, mixed keys, huge ints, cycles
-            text = json.dumps(_bounded(value, 32), sort_keys=True)
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: no verdict could carry it
-        return False
-    return True
-
-
-def _bounded(value: object, depth: int) -> object:
-    """``value`` as plain JSON types, cut off ``depth`` levels down: for :func:`fallback_id`."""
-    if isinstance(value, bool | float | str) or value is None:
-        return value
-    if isinstance(value, int):
-        return value if value.bit_length() <= 10_000 else f"int:{value:x}"
-    if depth <= 0:
-        return "..."
-    if isinstance(value, dict):
-        return {str(k): _bounded(v, depth - 1) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_bounded(v, depth - 1) for v in value]
-    return type(value).__name__
 
 
 class Pipeline:

@@ -77,6 +77,14 @@ class Settings(BaseSettings):
     max_chunks: int = Field(default=64, ge=1)
     max_triple_bytes: int = Field(default=256 * 1024, ge=1)
 
+    ingest_tokens: SecretStr | None = Field(
+        default=None, description="serve: token or token:app, comma-separated"
+    )
+    ingest_max_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    ingest_max_backlog: int = Field(
+        default=100_000, ge=1, description="serve answers 503 above this many queued triples"
+    )
+
     log_level: str = "INFO"
 
     @field_validator("prompts", mode="before")

@@ -1,0 +1,505 @@
+"""``veredito serve``: triples in over HTTP (spec §13), queued with broker confirms.
+
+Routes:
+
+- ``POST /v1/triples``: one triple, a JSON array of them, or NDJSON. ``202`` with
+  ``{"accepted": [ids], "rejected": [{"index", "id", "error"}]}`` once the broker confirmed every
+  message. Rejected items are published too, so they come back as ``rejected`` verdicts.
+- ``POST /api/v1/traces``: aferiq-eval's ingest contract (its RAG and agent traces), answered
+  ``200`` as its client and its ``aferiq doctor`` expect; ``HEAD`` answers 200 for a valid key and
+  401 otherwise. Its users set ``AFERIQ_DSN=http://TOKEN@host:port/api/v1/traces``.
+- ``GET /healthz`` (alive), ``GET /readyz`` (broker reachable and the queue below its limit),
+  ``GET /metrics``, ``GET /openapi.json``.
+
+Every error is ``{"error": {"code", "message"}}``: 401 bad token, 413 body too large, 415 wrong
+content type, 400 not JSON (naming the line for NDJSON), 503 with ``Retry-After`` when the broker
+cannot be reached or ``veredito.triples`` holds more than ``max_backlog`` messages. A 2xx means
+every triple of the request is in the queue; a 503 means none of them was taken.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from kombu import Connection
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from veredito.producer import topology
+from veredito.producer.confirms import Outgoing, Publisher, PublishError
+from veredito.producer.ingest import NDJSON, BodyError, Tokens, from_aferiq, read_body
+from veredito.producer.publish import task_message
+from veredito.producer.triple import InvalidTriple, Limits, fallback_id, parse_triple
+
+__all__ = ["IngestConfig", "make_app", "openapi"]
+
+log = logging.getLogger(__name__)
+
+JSON_TYPES = ("application/json", NDJSON)
+ROUTES = ("/v1/triples", "/api/v1/traces", "/healthz", "/readyz", "/metrics", "/openapi.json")
+CONFIG: web.AppKey[IngestConfig] = web.AppKey("config")
+STATE: web.AppKey[State] = web.AppKey("state")
+
+
+@dataclass
+class IngestConfig:
+    broker_url: str
+    tokens: Tokens
+    insecure_no_auth: bool = False
+    max_bytes: int = 8 * 1024 * 1024
+    max_backlog: int = 100_000
+    limits: Limits = field(default_factory=Limits)
+    backlog_interval: float = 1.0
+
+
+class IngestMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self.requests = Counter(
+            "veredito_ingest_requests_total",
+            "HTTP ingest requests, by route and status code",
+            ["route", "code"],
+            registry=registry,
+        )
+        self.triples = Counter(
+            "veredito_ingest_triples_total",
+            "Triples received over HTTP, by result (accepted, rejected)",
+            ["result"],
+            registry=registry,
+        )
+        self.duration = Histogram(
+            "veredito_ingest_request_duration_seconds",
+            "Time to answer an ingest request (including the broker's confirms)",
+            ["route"],
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+            registry=registry,
+        )
+
+
+@dataclass
+class State:
+    publisher: Publisher
+    metrics: IngestMetrics
+    backlog: int | None = None  # None: the broker could not be asked
+    checked_at: float = 0.0
+    monitor: asyncio.Task[None] | None = None
+
+
+class JsonError(web.HTTPException):
+    def __init__(
+        self, status: int, code: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
+        self.status_code = status
+        super().__init__(
+            text=json.dumps({"error": {"code": code, "message": message}}),
+            content_type="application/json",
+            headers=headers,
+        )
+
+
+@web.middleware
+async def errors_and_metrics(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    started = time.perf_counter()
+    route = request.match_info.route.resource.canonical if request.match_info.route.resource else ""
+    route = route if route in ROUTES else "other"
+    state = request.app[STATE]
+    status = 500
+    try:
+        response = await handler(request)
+        status = response.status
+        return response
+    except JsonError as exc:
+        status = exc.status
+        raise
+    except web.HTTPRequestEntityTooLarge:
+        status = 413
+        limit = request.app[CONFIG].max_bytes
+        raise JsonError(
+            413, "too_large", f"the body is over {limit} bytes (VEREDITO_INGEST_MAX_BYTES)"
+        ) from None
+    except web.HTTPException as exc:
+        status = exc.status
+        raise JsonError(exc.status, exc.reason.lower().replace(" ", "_"), exc.reason) from None
+    except Exception:
+        log.exception("ingest request crashed")
+        raise JsonError(500, "internal_error", "the server failed; nothing was queued") from None
+    finally:
+        state.metrics.requests.labels(route, str(status)).inc()
+        state.metrics.duration.labels(route).observe(time.perf_counter() - started)
+
+
+def authorize(request: web.Request) -> str | None:
+    """The app the token forces (or None); raises 401 for a missing or unknown token."""
+    config = request.app[CONFIG]
+    if config.insecure_no_auth and not config.tokens:
+        return None
+    valid, app = config.tokens.check(request.headers.get("Authorization"))
+    if not valid:
+        raise JsonError(
+            401,
+            "unauthorized",
+            "a valid 'Authorization: Bearer <token>' is needed (VEREDITO_INGEST_TOKENS)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    return app
+
+
+def check_ready(state: State, config: IngestConfig) -> None:
+    if state.backlog is None:
+        raise JsonError(
+            503, "broker_unavailable", "the broker cannot be reached", headers={"Retry-After": "5"}
+        )
+    if state.backlog > config.max_backlog:
+        raise JsonError(
+            503,
+            "backlog_full",
+            f"{state.backlog} triples wait in {topology.TRIPLES_QUEUE}, over the limit of "
+            f"{config.max_backlog} (VEREDITO_INGEST_MAX_BACKLOG)",
+            headers={"Retry-After": "10"},
+        )
+
+
+async def read_values(request: web.Request) -> list[Any]:
+    content_type = request.content_type
+    if content_type not in JSON_TYPES:
+        raise JsonError(
+            415,
+            "unsupported_media_type",
+            f"send application/json or {NDJSON}, not {content_type or 'nothing'}",
+        )
+    data = await request.read()
+    try:
+        return read_body(data, content_type)
+    except BodyError as exc:
+        raise JsonError(400, "invalid_body", str(exc)) from None
+
+
+def task(envelope: dict[str, Any], label: str) -> Outgoing:
+    task_id = str(uuid.uuid4())
+    body, headers = task_message(envelope, task_id, label)
+    return Outgoing(
+        body=json.dumps(body, ensure_ascii=False).encode("utf-8"),
+        exchange=topology.TRIPLES_QUEUE,
+        routing_key=topology.TRIPLES_QUEUE,
+        message_id=task_id,
+        headers=headers,
+    )
+
+
+async def accept(
+    request: web.Request, values: list[Any], source: str
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """Check each value, publish them all (rejections too) and wait for the broker."""
+    config, state = request.app[CONFIG], request.app[STATE]
+    forced_app = authorize(request)
+    check_ready(state, config)
+    accepted: list[str] = []
+    rejected: list[dict[str, Any]] = []
+    messages: list[Outgoing] = []
+    now = time.time()
+    for index, value in enumerate(values):
+        origin = {"input": source, "index": index}
+        if forced_app is not None and isinstance(value, dict):
+            metadata = value.get("metadata")
+            value = {**value, "metadata": {**(metadata if isinstance(metadata, dict) else {})}}
+            value["metadata"]["app"] = forced_app
+        try:
+            triple = parse_triple(value, config.limits)
+        except InvalidTriple as exc:
+            # the id its rejected verdict will carry
+            rejected.append({"index": index, "id": fallback_id(value), "error": str(exc)})
+            envelope = {"triple": value, "source": origin, "produced_at": now}
+            messages.append(task(envelope, "rejected"))
+            continue
+        accepted.append(triple.id)
+        envelope = {"triple": triple.to_dict(), "source": origin, "produced_at": now}
+        messages.append(task(envelope, triple.id))
+    try:
+        await state.publisher.publish_async(messages)
+    except PublishError:
+        raise JsonError(
+            503,
+            "broker_unavailable",
+            "the broker did not take the triples; nothing was queued",
+            headers={"Retry-After": "5"},
+        ) from None
+    state.metrics.triples.labels("accepted").inc(len(accepted))
+    state.metrics.triples.labels("rejected").inc(len(rejected))
+    return accepted, rejected
+
+
+async def post_triples(request: web.Request) -> web.Response:
+    values = await read_values(request)
+    accepted, rejected = await accept(request, values, "http")
+    return web.json_response({"accepted": accepted, "rejected": rejected}, status=202)
+
+
+async def post_aferiq(request: web.Request) -> web.Response:
+    values = [from_aferiq(v) for v in await read_values(request)]
+    accepted, rejected = await accept(request, values, "aferiq")
+    return web.json_response({"accepted": accepted, "rejected": rejected}, status=200)
+
+
+async def head_aferiq(request: web.Request) -> web.Response:
+    authorize(request)
+    return web.Response(status=200)
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.json_response({"status": "alive"})
+
+
+async def readyz(request: web.Request) -> web.Response:
+    state, config = request.app[STATE], request.app[CONFIG]
+    check_ready(state, config)
+    return web.json_response({"status": "ready", "backlog": state.backlog})
+
+
+async def metrics(request: web.Request) -> web.Response:
+    body = generate_latest(request.app[STATE].metrics.registry)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+async def openapi_json(request: web.Request) -> web.Response:
+    return web.json_response(openapi())
+
+
+def queue_depth(broker_url: str) -> int:
+    with Connection(broker_url, connect_timeout=2) as conn:
+        conn.ensure_connection(max_retries=1)
+        declared = topology.triples_queue(broker_url)(conn.channel()).queue_declare(passive=True)
+        return int(declared.message_count)
+
+
+async def watch_backlog(app: web.Application) -> None:
+    """Every ``backlog_interval`` s: how many triples wait (None when the broker is away)."""
+    state, config = app[STATE], app[CONFIG]
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            state.backlog = await loop.run_in_executor(None, queue_depth, config.broker_url)
+        except Exception as exc:  # any broker failure means "not ready", never a crash
+            if state.backlog is not None:
+                log.warning("the broker cannot be reached (%s)", type(exc).__name__)
+            state.backlog = None
+        state.checked_at = time.monotonic()
+        await asyncio.sleep(config.backlog_interval)
+
+
+async def on_startup(app: web.Application) -> None:
+    state = app[STATE]
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, state.publisher.start)
+    try:
+        state.backlog = await loop.run_in_executor(None, queue_depth, app[CONFIG].broker_url)
+    except Exception:
+        state.backlog = None
+    state.monitor = asyncio.ensure_future(watch_backlog(app))
+
+
+async def on_cleanup(app: web.Application) -> None:
+    state = app[STATE]
+    if state.monitor is not None:
+        state.monitor.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await state.monitor
+    await asyncio.get_running_loop().run_in_executor(None, state.publisher.close)
+
+
+def make_app(config: IngestConfig, registry: CollectorRegistry | None = None) -> web.Application:
+    if not config.tokens and not config.insecure_no_auth:
+        raise ValueError(
+            "no ingest tokens: set VEREDITO_INGEST_TOKENS (token or token:app, comma-separated), "
+            "or pass --insecure-no-auth to accept anyone"
+        )
+    app = web.Application(client_max_size=config.max_bytes, middlewares=[errors_and_metrics])
+    app[CONFIG] = config
+    publisher = Publisher(
+        config.broker_url,
+        declare=(topology.triples_queue, topology.dead_queue, topology.verdicts_queue),
+    )
+    app[STATE] = State(publisher, IngestMetrics(registry or CollectorRegistry()))
+    app.router.add_post("/v1/triples", post_triples)
+    app.router.add_post("/api/v1/traces", post_aferiq)
+    app.router.add_route("HEAD", "/api/v1/traces", head_aferiq)
+    app.router.add_get("/healthz", healthz, allow_head=True)
+    app.router.add_get("/readyz", readyz, allow_head=True)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/openapi.json", openapi_json)
+    app.on_startup.append(on_startup)
+    app.on_cleanup.append(on_cleanup)
+    return app
+
+
+def _error_response(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
+
+
+def openapi() -> dict[str, Any]:
+    """The OpenAPI 3.1 document of these routes (``tests/test_serve.py`` keeps it true)."""
+    errors = {
+        "400": _error_response("not JSON, or NDJSON with a bad line (named)"),
+        "401": _error_response("missing or unknown bearer token"),
+        "413": _error_response("body over VEREDITO_INGEST_MAX_BYTES"),
+        "415": _error_response("content type other than JSON or NDJSON"),
+        "503": _error_response("broker unreachable or backlog full; see Retry-After"),
+    }
+    body = {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "oneOf": [
+                        {"$ref": "#/components/schemas/Triple"},
+                        {"type": "array", "items": {"$ref": "#/components/schemas/Triple"}},
+                    ]
+                }
+            },
+            NDJSON: {"schema": {"type": "string", "description": "one triple per line"}},
+        },
+    }
+    result = {
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Accepted"}}}
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "veredito ingest", "version": "1"},
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Triple": {
+                    "type": "object",
+                    "description": "spec §3; aliases accepted (question, contexts, response ...)",
+                    "properties": {
+                        "id": {"type": "string", "maxLength": 128},
+                        "query": {"type": "string"},
+                        "context": {
+                            "oneOf": [
+                                {"type": "string"},
+                                {"type": "array", "items": {"type": "string"}},
+                            ]
+                        },
+                        "answer": {"type": "string"},
+                        "metadata": {"type": "object"},
+                    },
+                },
+                "AferiqTrace": {
+                    "type": "object",
+                    "description": "aferiq-eval's RAG trace (a Triple) or agent trace",
+                    "properties": {
+                        "trace_id": {"type": "string"},
+                        "goal": {"type": "string"},
+                        "final_answer": {"type": "string"},
+                        "steps": {"type": "array", "items": {"type": "object"}},
+                        "tool_specs": {"type": ["array", "null"]},
+                    },
+                },
+                "Accepted": {
+                    "type": "object",
+                    "required": ["accepted", "rejected"],
+                    "properties": {
+                        "accepted": {"type": "array", "items": {"type": "string"}},
+                        "rejected": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "required": ["index", "id", "error"],
+                                "properties": {
+                                    "index": {"type": "integer"},
+                                    "id": {"type": "string"},
+                                    "error": {"type": "string"},
+                                },
+                            },
+                        },
+                    },
+                },
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {
+                        "error": {
+                            "type": "object",
+                            "required": ["code", "message"],
+                            "properties": {
+                                "code": {"type": "string"},
+                                "message": {"type": "string"},
+                            },
+                        }
+                    },
+                },
+            },
+        },
+        "security": [{"bearer": []}],
+        "paths": {
+            "/v1/triples": {
+                "post": {
+                    "summary": "Queue triples (one, an array, or NDJSON)",
+                    "requestBody": body,
+                    "responses": {"202": {"description": "all queued", **result}, **errors},
+                }
+            },
+            "/api/v1/traces": {
+                "post": {
+                    "summary": "aferiq-eval's ingest route",
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {"$ref": "#/components/schemas/AferiqTrace"}
+                            }
+                        },
+                    },
+                    "responses": {"200": {"description": "queued", **result}, **errors},
+                },
+                "head": {
+                    "summary": "aferiq-eval's key probe",
+                    "responses": {
+                        "200": {"description": "the key is valid"},
+                        "401": {"description": "the key is not valid"},
+                    },
+                },
+            },
+            "/healthz": {
+                "get": {
+                    "summary": "alive",
+                    "security": [],
+                    "responses": {"200": {"description": "alive"}},
+                }
+            },
+            "/readyz": {
+                "get": {
+                    "summary": "broker reachable and queue below its limit",
+                    "security": [],
+                    "responses": {"200": {"description": "ready"}, "503": errors["503"]},
+                }
+            },
+            "/metrics": {
+                "get": {
+                    "summary": "Prometheus exposition",
+                    "security": [],
+                    "responses": {"200": {"description": "metrics"}},
+                }
+            },
+            "/openapi.json": {
+                "get": {
+                    "summary": "this document",
+                    "security": [],
+                    "responses": {"200": {"description": "OpenAPI 3.1"}},
+                }
+            },
+        },
+    }
