@@ -79,8 +79,17 @@ class Publisher:
 
     # -- called from any thread ---------------------------------------------------------------
 
-    def start(self) -> Publisher:
-        self._connect()
+    def start(self, require_broker: bool = True) -> Publisher:
+        """Connect and start the thread. ``require_broker=False``: a broker that cannot be
+        reached now is connected to on the first publish instead (``serve`` starts anyway and
+        answers 503 until then)."""
+        try:
+            self._connect()
+        except Exception as exc:
+            if require_broker:
+                raise
+            log.warning("the broker cannot be reached yet (%s)", type(exc).__name__)
+            self._disconnect()
         self._thread.start()
         return self
 

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
-from kombu import Connection
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
@@ -275,20 +274,15 @@ async def openapi_json(request: web.Request) -> web.Response:
     return web.json_response(openapi())
 
 
-def queue_depth(broker_url: str) -> int:
-    with Connection(broker_url, connect_timeout=2) as conn:
-        conn.ensure_connection(max_retries=1)
-        declared = topology.triples_queue(broker_url)(conn.channel()).queue_declare(passive=True)
-        return int(declared.message_count)
-
-
 async def watch_backlog(app: web.Application) -> None:
     """Every ``backlog_interval`` s: how many triples wait (None when the broker is away)."""
     state, config = app[STATE], app[CONFIG]
     loop = asyncio.get_running_loop()
     while True:
         try:
-            state.backlog = await loop.run_in_executor(None, queue_depth, config.broker_url)
+            state.backlog = await loop.run_in_executor(
+                None, topology.queue_depth, config.broker_url
+            )
         except Exception as exc:  # any broker failure means "not ready", never a crash
             if state.backlog is not None:
                 log.warning("the broker cannot be reached (%s)", type(exc).__name__)
@@ -300,9 +294,11 @@ async def watch_backlog(app: web.Application) -> None:
 async def on_startup(app: web.Application) -> None:
     state = app[STATE]
     loop = asyncio.get_running_loop()
-    await loop.run_in_executor(None, state.publisher.start)
+    await loop.run_in_executor(None, state.publisher.start, False)
     try:
-        state.backlog = await loop.run_in_executor(None, queue_depth, app[CONFIG].broker_url)
+        state.backlog = await loop.run_in_executor(
+            None, topology.queue_depth, app[CONFIG].broker_url
+        )
     except Exception:
         state.backlog = None
     state.monitor = asyncio.ensure_future(watch_backlog(app))

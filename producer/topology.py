@@ -21,6 +21,7 @@ __all__ = [
     "dead_queue",
     "delete_queues",
     "is_amqp",
+    "queue_depth",
     "triples_exchange",
     "triples_queue",
     "verdict_routing_key",
@@ -92,6 +93,21 @@ def verdicts_queue(broker_url: str) -> Queue:
         durable=True,
         queue_arguments=_quorum(broker_url),
     )
+
+
+def queue_depth(broker_url: str, name: str = TRIPLES_QUEUE) -> int:
+    """Messages ready in one of our queues; 0 for one not declared yet."""
+    from kombu import Connection
+
+    with Connection(broker_url, connect_timeout=2) as conn:
+        conn.ensure_connection(max_retries=1)
+        channel = conn.channel()
+        if not is_amqp(broker_url):  # kombu's Redis has no passive declare of an empty list
+            return int(channel.client.llen(name))
+        try:
+            return int(channel.queue_declare(queue=name, passive=True).message_count)
+        except conn.channel_errors:
+            return 0
 
 
 def delete_queues(broker_url: str) -> None:

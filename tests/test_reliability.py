@@ -43,23 +43,7 @@ def wait_until(condition: Callable[[], bool], seconds: float, what: str) -> None
 
 
 def depth(url: str, name: str) -> int:
-    if url.startswith("redis"):  # kombu's Redis emulation has no passive declare of an empty list
-        client = redis.Redis.from_url(url)
-        try:
-            return int(client.llen(name))
-        finally:
-            client.close()
-    queues = {
-        topology.TRIPLES_QUEUE: topology.triples_queue,
-        topology.VERDICTS_QUEUE: topology.verdicts_queue,
-        topology.DEAD_QUEUE: topology.dead_queue,
-    }
-    with Connection(url) as conn:
-        try:
-            result = queues[name](url)(conn.channel()).queue_declare(passive=True)
-        except conn.channel_errors:  # not declared yet
-            return 0
-        return int(result.message_count)
+    return topology.queue_depth(url, name)
 
 
 def drain(url: str, name: str) -> list[Any]:
