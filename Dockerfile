@@ -9,6 +9,6 @@ COPY prompts ./prompts
 COPY veredito ./veredito
 RUN pip install . && useradd --create-home --uid 10001 veredito
 USER veredito
-EXPOSE 9808
+EXPOSE 9808 8080
 ENTRYPOINT ["veredito"]
 CMD ["worker"]

@@ -89,7 +89,7 @@ def test_promtool_check_rules_is_clean() -> None:
         timeout=60,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 17 rules found" in result.stdout and "SUCCESS: 8 rules found" in result.stdout
+    assert "SUCCESS: 17 rules found" in result.stdout and "SUCCESS: 9 rules found" in result.stdout
 
 
 def test_promtool_alert_tests_pass() -> None:
