@@ -18,6 +18,7 @@ import signal
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -27,6 +28,7 @@ from kombu import Connection, Producer
 
 from veredito.producer import topology
 from veredito.producer.reader import InputLine
+from veredito.producer.sampling import Dedup, sampled_in
 from veredito.producer.triple import InvalidTriple, Limits, parse_triple
 
 __all__ = ["ProduceReport", "TriplePublisher", "produce"]
@@ -43,6 +45,8 @@ class ProduceReport:
     rejected: int = 0
     problems: list[str] = field(default_factory=list)  # the first few rejection reasons
     last_line: int = 0  # the last input line published (and confirmed)
+    sampled_out: int = 0  # valid triples left out by --sample
+    duplicates: int = 0  # valid triples dropped by --dedup-window
     stopped_by: int | None = None  # the signal that stopped it before the end of its input
 
     def add_rejection(self, reason: str, keep: int = 20) -> None:
@@ -80,9 +84,19 @@ def task_message(
 class TriplePublisher:
     """Publishes triples to ``veredito.triples``; each publish waits for the broker's confirm."""
 
-    def __init__(self, broker_url: str, limits: Limits = Limits()) -> None:
+    def __init__(
+        self,
+        broker_url: str,
+        limits: Limits = Limits(),
+        *,
+        sample_rate: float = 1.0,
+        dedup: Dedup | None = None,
+    ) -> None:
         self.broker_url = broker_url
         self.limits = limits
+        self.sample_rate = sample_rate
+        self.dedup = dedup
+        self.skipped: Counter[str] = Counter()
         self._connection: Connection | None = None
         self._producer: Producer | None = None
 
@@ -126,13 +140,22 @@ class TriplePublisher:
         )
 
     def publish_object(self, value: Any, source: dict[str, Any] | None = None) -> Exception | None:
-        """Publish one input object; return the contract violation if it has one (still sent)."""
+        """Publish one input object; return the contract violation if it has one (still sent).
+        A triple left out by sampling or dedup is counted in ``skipped`` and not sent."""
         try:
             triple = parse_triple(value, self.limits, (source or {}).get("line"))
         except InvalidTriple as exc:
             self.publish({"triple": value, "source": source}, label="rejected")
             return exc
+        if not sampled_in(triple.id, self.sample_rate):
+            self.skipped["sampled_out"] += 1
+            return None
+        if self.dedup is not None and self.dedup.seen([triple.id])[0]:
+            self.skipped["duplicate"] += 1
+            return None
         self.publish({"triple": triple.to_dict(), "source": source}, label=triple.id)
+        if self.dedup is not None:
+            self.dedup.remember([triple.id])  # confirmed by the broker by now
         return None
 
     def publish_line(self, item: InputLine, input_name: str) -> Exception | str | None:
@@ -145,7 +168,13 @@ class TriplePublisher:
 
 
 def produce(
-    lines: Iterable[InputLine], broker_url: str, input_name: str, limits: Limits = Limits()
+    lines: Iterable[InputLine],
+    broker_url: str,
+    input_name: str,
+    limits: Limits = Limits(),
+    *,
+    sample_rate: float = 1.0,
+    dedup: Dedup | None = None,
 ) -> ProduceReport:
     """Publish every line, each confirmed by the broker before the next is read. SIGTERM or
     SIGINT stops it between two lines: what was published is confirmed, and the report says
@@ -159,16 +188,20 @@ def produce(
     if threading.current_thread() is threading.main_thread():
         previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with TriplePublisher(broker_url, limits) as publisher:
+        publisher = TriplePublisher(broker_url, limits, sample_rate=sample_rate, dedup=dedup)
+        with publisher:
             for item in lines:
                 if report.stopped_by is not None:
                     break
+                skipped = sum(publisher.skipped.values())
                 problem = publisher.publish_line(item, input_name)
                 report.last_line = item.line
-                if problem is None:
-                    report.accepted += 1
-                else:
+                if problem is not None:
                     report.add_rejection(str(problem))
+                elif sum(publisher.skipped.values()) == skipped:
+                    report.accepted += 1
+            report.sampled_out = publisher.skipped["sampled_out"]
+            report.duplicates = publisher.skipped["duplicate"]
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

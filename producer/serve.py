@@ -37,6 +37,7 @@ from veredito.producer import topology
 from veredito.producer.confirms import Outgoing, Publisher, PublishError
 from veredito.producer.ingest import NDJSON, BodyError, Tokens, from_aferiq, read_body
 from veredito.producer.publish import task_message
+from veredito.producer.sampling import Dedup, sampled_in
 from veredito.producer.triple import InvalidTriple, Limits, fallback_id, parse_triple
 
 __all__ = ["IngestConfig", "make_app", "openapi"]
@@ -58,6 +59,8 @@ class IngestConfig:
     max_backlog: int = 100_000
     limits: Limits = field(default_factory=Limits)
     backlog_interval: float = 1.0
+    sample_rate: float = 1.0
+    dedup: Dedup | None = None
 
 
 class IngestMetrics:
@@ -71,7 +74,7 @@ class IngestMetrics:
         )
         self.triples = Counter(
             "veredito_ingest_triples_total",
-            "Triples received over HTTP, by result (accepted, rejected)",
+            "Triples received over HTTP, by result (accepted, rejected, sampled_out, duplicate)",
             ["result"],
             registry=registry,
         )
@@ -196,16 +199,16 @@ def task(envelope: dict[str, Any], label: str) -> Outgoing:
     )
 
 
-async def accept(
-    request: web.Request, values: list[Any], source: str
-) -> tuple[list[str], list[dict[str, Any]]]:
-    """Check each value, publish them all (rejections too) and wait for the broker."""
+async def accept(request: web.Request, values: list[Any], source: str) -> dict[str, Any]:
+    """Check each value, publish the triples and rejections and wait for the broker; leave out,
+    and report, what sampling and dedup drop."""
     config, state = request.app[CONFIG], request.app[STATE]
     forced_app = authorize(request)
     check_ready(state, config)
-    accepted: list[str] = []
     rejected: list[dict[str, Any]] = []
+    sampled_out: list[str] = []
     messages: list[Outgoing] = []
+    pending: list[tuple[str, Outgoing]] = []
     now = time.time()
     for index, value in enumerate(values):
         origin = {"input": source, "index": index}
@@ -221,33 +224,54 @@ async def accept(
             envelope = {"triple": value, "source": origin, "produced_at": now}
             messages.append(task(envelope, "rejected"))
             continue
-        accepted.append(triple.id)
+        if not sampled_in(triple.id, config.sample_rate):
+            sampled_out.append(triple.id)
+            continue
         envelope = {"triple": triple.to_dict(), "source": origin, "produced_at": now}
-        messages.append(task(envelope, triple.id))
+        pending.append((triple.id, task(envelope, triple.id)))
+    duplicates: list[str] = []
+    if config.dedup is not None and pending:
+        seen = config.dedup.seen([triple_id for triple_id, _ in pending])
+        duplicates = [triple_id for (triple_id, _), was in zip(pending, seen, strict=True) if was]
+        pending = [item for item, was in zip(pending, seen, strict=True) if not was]
+    accepted = [triple_id for triple_id, _ in pending]
+    messages += [message for _, message in pending]
     try:
         await state.publisher.publish_async(messages)
     except PublishError:
         raise JsonError(
             503,
             "broker_unavailable",
-            "the broker did not take the triples; nothing was queued",
+            "the broker did not confirm the triples: send the request again (a triple queued "
+            "twice is stored once)",
             headers={"Retry-After": "5"},
         ) from None
-    state.metrics.triples.labels("accepted").inc(len(accepted))
-    state.metrics.triples.labels("rejected").inc(len(rejected))
-    return accepted, rejected
+    if config.dedup is not None:
+        config.dedup.remember(accepted)  # confirmed: repeats from now on are dropped
+    for result, ids in (
+        ("accepted", accepted),
+        ("rejected", rejected),
+        ("sampled_out", sampled_out),
+        ("duplicate", duplicates),
+    ):
+        if ids:
+            state.metrics.triples.labels(result).inc(len(ids))
+    return {
+        "accepted": accepted,
+        "rejected": rejected,
+        "sampled_out": sampled_out,
+        "duplicates": duplicates,
+    }
 
 
 async def post_triples(request: web.Request) -> web.Response:
     values = await read_values(request)
-    accepted, rejected = await accept(request, values, "http")
-    return web.json_response({"accepted": accepted, "rejected": rejected}, status=202)
+    return web.json_response(await accept(request, values, "http"), status=202)
 
 
 async def post_aferiq(request: web.Request) -> web.Response:
     values = [from_aferiq(v) for v in await read_values(request)]
-    accepted, rejected = await accept(request, values, "aferiq")
-    return web.json_response({"accepted": accepted, "rejected": rejected}, status=200)
+    return web.json_response(await accept(request, values, "aferiq"), status=200)
 
 
 async def head_aferiq(request: web.Request) -> web.Response:
@@ -406,9 +430,19 @@ def openapi() -> dict[str, Any]:
                 },
                 "Accepted": {
                     "type": "object",
-                    "required": ["accepted", "rejected"],
+                    "required": ["accepted", "rejected", "sampled_out", "duplicates"],
                     "properties": {
                         "accepted": {"type": "array", "items": {"type": "string"}},
+                        "sampled_out": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": "valid, left out by VEREDITO_SAMPLE_RATE",
+                        },
+                        "duplicates": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": "accepted within VEREDITO_DEDUP_WINDOW; dropped",
+                        },
                         "rejected": {
                             "type": "array",
                             "items": {

@@ -360,3 +360,54 @@ def test_every_accepted_triple_becomes_one_verdict(broker_url: str, tmp_path: Pa
     assert len(verdicts) == 61 and set(accepted) <= set(verdicts)
     assert verdicts[rejected_ids[0]]["status"] == "rejected"
     assert "context" in verdicts[rejected_ids[0]]["error"]["message"]
+
+
+@pytest.mark.broker
+def test_sampling_and_dedup_are_reported_never_silent(rabbitmq: str) -> None:
+    from veredito.producer.sampling import sampled_in
+
+    redis_url = "redis://127.0.0.1:6379/15"
+    require_service(6379, "Redis")
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    triples = [{**TRIPLE, "id": f"amostra-{i}"} for i in range(40)]
+    client.delete(*[f"veredito:seen:{t['id']}" for t in triples])
+    expected_in = [t["id"] for t in triples if sampled_in(t["id"], 0.5)]
+    assert 5 < len(expected_in) < 35
+    env = {
+        "VEREDITO_SAMPLE_RATE": "0.5",
+        "VEREDITO_DEDUP_WINDOW": "60",
+        "VEREDITO_REDIS_URL": redis_url,
+    }
+    with serving(rabbitmq, **env) as first, serving(rabbitmq, **env) as second:
+        status, body, _ = call(first, "POST", "/v1/triples", triples)
+        assert status == 202 and body["accepted"] == expected_in  # the same decision everywhere
+        assert sorted(body["sampled_out"]) == sorted(
+            set(t["id"] for t in triples) - set(expected_in)
+        )
+        # a second replica sees the same ids as recent: shared through Redis
+        status, body, _ = call(second, "POST", "/v1/triples", triples)
+        assert status == 202 and body["accepted"] == [] and body["duplicates"] == expected_in
+        text = call(second, "GET", "/metrics", token=None)[1]
+        assert (
+            f'veredito_ingest_triples_total{{result="duplicate"}} {float(len(expected_in))}' in text
+        )
+    assert len(queued(rabbitmq)) == len(expected_in)
+    client.delete(*[f"veredito:seen:{t['id']}" for t in triples])
+
+
+@pytest.mark.broker
+def test_produce_sample_and_dedup_window(rabbitmq: str, tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text("\n".join(json.dumps({**TRIPLE, "id": f"p{i}"}) for i in range(30)) + "\n")
+    env = {**os.environ, "VEREDITO_BROKER_URL": rabbitmq}
+    run = [sys.executable, "-m", "veredito", "produce", str(source), "--dedup-window", "60"]
+    first = subprocess.run(run, env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert first.returncode == 0, first.stderr
+    assert "30 accepted, 0 rejected; 0 sampled out, 0 duplicates dropped" in first.stdout
+    sampled = subprocess.run(
+        [*run[:-2], "--sample", "0"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert "0 accepted, 0 rejected; 30 sampled out" in sampled.stdout
+    assert len(queued(rabbitmq)) == 30

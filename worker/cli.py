@@ -12,11 +12,14 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from veredito.worker.logs import configure_logging
+
+if TYPE_CHECKING:
+    from veredito.producer.sampling import Dedup
 from veredito.worker.settings import Settings
 
 __all__ = ["main"]
@@ -32,6 +35,8 @@ def _settings(args: argparse.Namespace, **extra: Any) -> Settings:
         "metrics_port": getattr(args, "metrics_port", None),
         "broker_url": getattr(args, "broker", None),
         "log_level": getattr(args, "log_level", None),
+        "sample_rate": getattr(args, "sample", None),
+        "dedup_window": getattr(args, "dedup_window", None),
         **extra,
     }
     return Settings(**{k: v for k, v in overrides.items() if v is not None})
@@ -67,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     produce.add_argument(
         "--broker", help="broker URL (default VEREDITO_BROKER_URL or local RabbitMQ)"
     )
+    _add_intake_options(produce)
 
     worker = sub.add_parser("worker", help="run a Celery worker")
     _add_judge_options(worker)
@@ -83,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument("--broker", help="broker URL")
+    _add_intake_options(serve)
     serve.add_argument(
         "--insecure-no-auth",
         action="store_true",
@@ -100,6 +107,30 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--concurrency", type=int, help="evaluations in flight")
     calibrate.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
+
+
+def _add_intake_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--sample",
+        type=float,
+        metavar="RATE",
+        help="keep this share of valid triples, decided by a hash of the id (default 1)",
+    )
+    parser.add_argument(
+        "--dedup-window",
+        type=float,
+        metavar="SECONDS",
+        help="drop a triple whose id was accepted this recently (shared through Redis when "
+        "VEREDITO_REDIS_URL or a Redis broker is set; default off)",
+    )
+
+
+def _dedup(settings: Settings) -> Dedup | None:
+    from veredito.producer.sampling import Dedup
+
+    if not settings.dedup_window:
+        return None
+    return Dedup(settings.dedup_window, settings.marks_url)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,16 +225,28 @@ def _produce(args: argparse.Namespace, settings: Settings) -> int:
     if stream is None:
         return 3
     try:
-        report = produce(read_lines(stream), settings.broker_url, args.input, settings.limits)
+        report = produce(
+            read_lines(stream),
+            settings.broker_url,
+            args.input,
+            settings.limits,
+            sample_rate=settings.sample_rate,
+            dedup=_dedup(settings),
+        )
     except (OperationalError, ConnectionError, OSError) as exc:
         print(f"veredito: cannot publish to the broker: {exc}", file=sys.stderr)
         return 2
     finally:
         if stream is not sys.stdin:
             stream.close()
+    skipped = (
+        f"; {report.sampled_out} sampled out, {report.duplicates} duplicates dropped"
+        if settings.sample_rate < 1 or settings.dedup_window
+        else ""
+    )
     print(
         f"published {report.accepted + report.rejected}: "
-        f"{report.accepted} accepted, {report.rejected} rejected"
+        f"{report.accepted} accepted, {report.rejected} rejected{skipped}"
     )
     for problem in report.problems:
         print(f"  rejected {problem}", file=sys.stderr)
@@ -286,6 +329,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         max_bytes=settings.ingest_max_bytes,
         max_backlog=settings.ingest_max_backlog,
         limits=settings.limits,
+        sample_rate=settings.sample_rate,
+        dedup=_dedup(settings),
     )
     try:
         app = make_app(config)

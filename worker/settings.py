@@ -85,6 +85,13 @@ class Settings(BaseSettings):
         default=100_000, ge=1, description="serve answers 503 above this many queued triples"
     )
 
+    sample_rate: float = Field(
+        default=1.0, ge=0, le=1, description="produce/serve: share of valid triples kept"
+    )
+    dedup_window: float = Field(
+        default=0.0, ge=0, description="produce/serve: seconds an accepted id blocks repeats"
+    )
+
     log_level: str = "INFO"
 
     @field_validator("prompts", mode="before")
