@@ -8,10 +8,12 @@ as one triple in 600 with two worker kills.
 This transport takes the message with ``BLMOVE`` instead, which moves it atomically onto a
 landing list (``veredito:landing:<queue>``); once kombu has recorded it as unacked it is removed
 from there. Every consumer's periodic sweep (the one that restores unacked messages past their
-visibility timeout, every 10 s) also looks at the landing lists: a message still there on two
-sweeps in a row belongs to a consumer that died in the window, and goes back to the head of its
-queue (a Lua script, so two sweepers cannot both return it). The cost of a consumer dying just
-after the record is a second delivery, which the done markers and the sinks absorb.
+visibility timeout, every 10 s, and once when it starts consuming) also looks at the landing
+lists: a message there for 10 s or more — the time it was first seen is kept in Redis, so the
+sweeps of short-lived processes add up — belongs to a consumer that died in the window, and goes
+back to the head of its queue (one Lua script, so two sweepers cannot both return it). The cost
+of a consumer dying just after the record is a second delivery, which the done markers and the
+sinks absorb.
 
 It applies where a channel consumes one queue with no priority levels, which is how the worker
 (``veredito.triples``) and the results sink (``veredito.verdicts``) consume; anything else falls
@@ -35,13 +37,36 @@ log = logging.getLogger(__name__)
 TRANSPORT = "veredito.worker.redis_transport:Transport"
 LANDING_PREFIX = "veredito:landing:"
 
-_RETURN = """
-if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 1 then
-  redis.call('RPUSH', KEYS[2], ARGV[1])
-  return 1
+# KEYS: landing list, queue, first-seen hash. ARGV: minimum age in seconds.
+# Every message on the landing list gets the time it was first seen by a sweep (in Redis, so any
+# process's sweep counts); one seen at least ARGV[1] seconds ago goes back to the head of its
+# queue. Entries for messages no longer on the list are forgotten.
+_SWEEP = """
+local now = tonumber(redis.call('TIME')[1])
+local items = redis.call('LRANGE', KEYS[1], 0, -1)
+local present = {}
+local returned = 0
+for _, item in ipairs(items) do
+  local h = redis.sha1hex(item)
+  present[h] = true
+  local first = redis.call('HGET', KEYS[3], h)
+  if not first then
+    redis.call('HSET', KEYS[3], h, now)
+  elseif now - tonumber(first) >= tonumber(ARGV[1]) then
+    if redis.call('LREM', KEYS[1], 1, item) == 1 then
+      redis.call('RPUSH', KEYS[2], item)
+      returned = returned + 1
+    end
+    redis.call('HDEL', KEYS[3], h)
+    present[h] = nil
+  end
 end
-return 0
+for _, h in ipairs(redis.call('HKEYS', KEYS[3])) do
+  if not present[h] then redis.call('HDEL', KEYS[3], h) end
+end
+return returned
 """
+ORPHAN_AGE = 10  # seconds on the landing list before a message counts as orphaned
 
 
 class QoS(kombu_redis.QoS):  # type: ignore[misc]
@@ -57,7 +82,6 @@ class Channel(kombu_redis.Channel):  # type: ignore[misc]
         super().__init__(*args, **kwargs)
         self._moving_from: str | None = None
         self._landed: set[str] = set()
-        self._seen_landing: dict[str, set[bytes]] = {}
 
     def _single_queue(self) -> str | None:
         if self.global_keyprefix or len(self.active_queues) != 1:
@@ -77,8 +101,10 @@ class Channel(kombu_redis.Channel):  # type: ignore[misc]
         if timeout is None:
             timeout = self.brpop_timeout
         self._queue_cycle.consume(1)
+        if queue not in self._landed:  # first take: sweep now, a consumer may not live 10 s
+            self._landed.add(queue)
+            self.qos.restore_visible(num=self.unacked_restore_limit)
         self._moving_from = queue
-        self._landed.add(queue)
         self._in_poll = self.client.connection
         self._brpop_sent_at = monotonic()
         landing = LANDING_PREFIX + queue
@@ -110,16 +136,15 @@ class Channel(kombu_redis.Channel):  # type: ignore[misc]
                 flush()
 
     def return_orphans(self) -> int:
-        """Send back messages left on a landing list by a consumer that died (seen twice)."""
+        """Send back messages left on a landing list by a consumer that died (there for
+        ``ORPHAN_AGE`` seconds or more, as first seen by any process's sweep)."""
         returned = 0
         for queue in list(self._landed):
             landing = LANDING_PREFIX + queue
             with self.conn_or_acquire() as client:
-                now = set(client.lrange(landing, 0, -1))
-                orphans = now & self._seen_landing.get(queue, set())
-                for item in orphans:
-                    returned += int(client.eval(_RETURN, 2, landing, queue, item))
-            self._seen_landing[queue] = now - orphans
+                returned += int(
+                    client.eval(_SWEEP, 3, landing, queue, landing + ":seen", ORPHAN_AGE)
+                )
         if returned:
             log.warning("returned %d messages left by a consumer that died", returned)
         return returned
