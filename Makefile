@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 INPUT  ?= examples/triples.jsonl
 OUT    ?= out/verdicts.jsonl
 
-.PHONY: run test lint install bench generate clean
+.PHONY: run test lint install bench chaos fuzz generate clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,17 @@ bench: $(STAMP)
 	bash scripts/ensure-services.sh
 	$(BIN)/python bench/throughput.py
 	$(BIN)/python bench/rules_speed.py
+	$(BIN)/python bench/ingest.py
+
+## The big chaos runs of docs/reliability.md (each empties veredito's queues first).
+chaos: $(STAMP)
+	bash scripts/ensure-services.sh
+	$(BIN)/python bench/chaos.py --broker rabbitmq --n 10000 --kill-every 5 --outage 40
+	$(BIN)/python bench/chaos.py --broker redis --n 3000 --kill-every 5 --outage 40 --visibility-timeout 60
+
+## 100,000 generated hostile inputs over the contract, the reader, the pipeline and the parser.
+fuzz: $(STAMP)
+	$(BIN)/python bench/fuzz.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -38,7 +38,7 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(broker: str, *extra: str, **env_extra: str) -> Iterator[str]:
+def serving(broker: str, *extra: str, ready: bool = True, **env_extra: str) -> Iterator[str]:
     port = free_port()
     env = {**os.environ, "VEREDITO_BROKER_URL": broker, "VEREDITO_INGEST_TOKENS": TOKENS}
     env.update(env_extra)
@@ -55,7 +55,7 @@ def serving(broker: str, *extra: str, **env_extra: str) -> Iterator[str]:
     assert f"listening on http://127.0.0.1:{port}" in line, process.stderr.read()
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 20
-    while call(base, "GET", "/readyz")[0] != 200:  # the first look at the queue
+    while ready and call(base, "GET", "/readyz")[0] != 200:  # the first look at the queue
         assert time.monotonic() < deadline, "serve never became ready"
         time.sleep(0.1)
     try:
@@ -253,33 +253,12 @@ def test_refuses_to_start_without_tokens() -> None:
 
 @pytest.mark.broker
 def test_unreachable_broker_is_503(tmp_path: Path) -> None:
-    with serving_unready("amqp://guest:guest@127.0.0.1:1//") as base:
+    with serving("amqp://guest:guest@127.0.0.1:1//", ready=False) as base:
         status, body, headers = call(base, "POST", "/v1/triples", TRIPLE)
         assert status == 503 and body["error"]["code"] == "broker_unavailable"
         assert headers["Retry-After"] == "5"
         assert call(base, "GET", "/readyz", token=None)[0] == 503
         assert call(base, "GET", "/healthz", token=None)[0] == 200
-
-
-@contextmanager
-def serving_unready(broker: str) -> Iterator[str]:
-    port = free_port()
-    env = {**os.environ, "VEREDITO_BROKER_URL": broker, "VEREDITO_INGEST_TOKENS": TOKENS}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "veredito", "serve", "--port", str(port)],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    assert "listening" in process.stdout.readline(), process.stderr.read()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=40)
 
 
 def test_openapi_document_is_valid_and_lists_every_route() -> None:
