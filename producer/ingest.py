@@ -14,11 +14,13 @@ from __future__ import annotations
 import hmac
 import io
 import json
+from dataclasses import dataclass
 from typing import Any
 
+from veredito.producer.mapping import Mapper, parse_maps
 from veredito.producer.reader import MAX_NESTING, nested_deeper_than, read_lines
 
-__all__ = ["NDJSON", "BodyError", "Tokens", "from_aferiq", "read_body"]
+__all__ = ["NDJSON", "BodyError", "Grant", "Tokens", "from_aferiq", "read_body"]
 
 NDJSON = "application/x-ndjson"
 CONTEXT_STEPS = ("retrieval", "tool")
@@ -85,28 +87,40 @@ def from_aferiq(value: Any) -> Any:
     return triple
 
 
+@dataclass(frozen=True)
+class Grant:
+    """What a valid token brings: the app forced on its triples, the mapping of its shapes."""
+
+    app: str | None = None
+    mapper: Mapper | None = None
+
+
 class Tokens:
-    """``VEREDITO_INGEST_TOKENS``: ``token`` or ``token:app`` (the app forced on its triples),
-    comma-separated. Every comparison is constant-time."""
+    """``VEREDITO_INGEST_TOKENS``: ``token``, ``token:app`` (the app forced on its triples) or
+    ``token:app:preset`` (its bodies read with a mapping preset of :mod:`.mapping`; the app may
+    be empty: ``token::langchain``), comma-separated. Every comparison is constant-time."""
 
     def __init__(self, spec: str | None) -> None:
-        self._tokens: list[tuple[bytes, str | None]] = []
+        self._tokens: list[tuple[bytes, Grant]] = []
         for part in (spec or "").split(","):
-            token, _, app = part.strip().partition(":")
-            if token:
-                self._tokens.append((token.encode(), app.strip() or None))
+            token, _, rest = part.strip().partition(":")
+            app, _, preset = rest.partition(":")
+            if not token:
+                continue
+            mapper = Mapper(parse_maps([preset.strip()])) if preset.strip() else None
+            self._tokens.append((token.encode(), Grant(app.strip() or None, mapper)))
 
     def __bool__(self) -> bool:
         return bool(self._tokens)
 
-    def check(self, header: str | None) -> tuple[bool, str | None]:
-        """(valid, forced app) for an ``Authorization`` header."""
+    def check(self, header: str | None) -> Grant | None:
+        """What the token of an ``Authorization`` header grants; None when it is not valid."""
         scheme, _, given = (header or "").partition(" ")
         if scheme.lower() != "bearer" or not given:
-            return False, None
-        found: tuple[bool, str | None] = (False, None)
+            return None
+        found: Grant | None = None
         candidate = given.strip().encode()
-        for token, app in self._tokens:  # no early exit: the time says nothing about the match
+        for token, grant in self._tokens:  # no early exit: the time says nothing about the match
             if hmac.compare_digest(token, candidate):
-                found = (True, app)
+                found = grant
         return found

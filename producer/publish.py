@@ -27,6 +27,7 @@ from typing import Any
 from kombu import Connection, Producer
 
 from veredito.producer import topology
+from veredito.producer.mapping import Mapper
 from veredito.producer.reader import InputLine
 from veredito.producer.sampling import Dedup, sampled_in
 from veredito.producer.triple import InvalidTriple, Limits, parse_triple
@@ -91,8 +92,10 @@ class TriplePublisher:
         *,
         sample_rate: float = 1.0,
         dedup: Dedup | None = None,
+        mapper: Mapper | None = None,
     ) -> None:
         self.broker_url = broker_url
+        self.mapper = mapper
         self.limits = limits
         self.sample_rate = sample_rate
         self.dedup = dedup
@@ -142,6 +145,8 @@ class TriplePublisher:
     def publish_object(self, value: Any, source: dict[str, Any] | None = None) -> Exception | None:
         """Publish one input object; return the contract violation if it has one (still sent).
         A triple left out by sampling or dedup is counted in ``skipped`` and not sent."""
+        if self.mapper is not None:
+            value = self.mapper.apply(value)
         try:
             triple = parse_triple(value, self.limits, (source or {}).get("line"))
         except InvalidTriple as exc:
@@ -175,6 +180,7 @@ def produce(
     *,
     sample_rate: float = 1.0,
     dedup: Dedup | None = None,
+    mapper: Mapper | None = None,
 ) -> ProduceReport:
     """Publish every line, each confirmed by the broker before the next is read. SIGTERM or
     SIGINT stops it between two lines: what was published is confirmed, and the report says
@@ -188,7 +194,9 @@ def produce(
     if threading.current_thread() is threading.main_thread():
         previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        publisher = TriplePublisher(broker_url, limits, sample_rate=sample_rate, dedup=dedup)
+        publisher = TriplePublisher(
+            broker_url, limits, sample_rate=sample_rate, dedup=dedup, mapper=mapper
+        )
         with publisher:
             for item in lines:
                 if report.stopped_by is not None:

@@ -35,7 +35,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from veredito.producer import topology
 from veredito.producer.confirms import Outgoing, Publisher, PublishError
-from veredito.producer.ingest import NDJSON, BodyError, Tokens, from_aferiq, read_body
+from veredito.producer.ingest import NDJSON, BodyError, Grant, Tokens, from_aferiq, read_body
 from veredito.producer.publish import task_message
 from veredito.producer.sampling import Dedup, sampled_in
 from veredito.producer.triple import InvalidTriple, Limits, fallback_id, parse_triple
@@ -141,20 +141,21 @@ async def errors_and_metrics(
         state.metrics.duration.labels(route).observe(time.perf_counter() - started)
 
 
-def authorize(request: web.Request) -> str | None:
-    """The app the token forces (or None); raises 401 for a missing or unknown token."""
+def authorize(request: web.Request) -> Grant:
+    """What the token grants (a forced app, a mapping); raises 401 for a missing or unknown
+    token."""
     config = request.app[CONFIG]
     if config.insecure_no_auth and not config.tokens:
-        return None
-    valid, app = config.tokens.check(request.headers.get("Authorization"))
-    if not valid:
+        return Grant()
+    grant = config.tokens.check(request.headers.get("Authorization"))
+    if grant is None:
         raise JsonError(
             401,
             "unauthorized",
             "a valid 'Authorization: Bearer <token>' is needed (VEREDITO_INGEST_TOKENS)",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    return app
+    return grant
 
 
 def check_ready(state: State, config: IngestConfig) -> None:
@@ -203,7 +204,8 @@ async def accept(request: web.Request, values: list[Any], source: str) -> dict[s
     """Check each value, publish the triples and rejections and wait for the broker; leave out,
     and report, what sampling and dedup drop."""
     config, state = request.app[CONFIG], request.app[STATE]
-    forced_app = authorize(request)
+    grant = authorize(request)
+    forced_app = grant.app
     check_ready(state, config)
     rejected: list[dict[str, Any]] = []
     sampled_out: list[str] = []
@@ -212,6 +214,8 @@ async def accept(request: web.Request, values: list[Any], source: str) -> dict[s
     now = time.time()
     for index, value in enumerate(values):
         origin = {"input": source, "index": index}
+        if grant.mapper is not None:
+            value = grant.mapper.apply(value)
         if forced_app is not None and isinstance(value, dict):
             metadata = value.get("metadata")
             value = {**value, "metadata": {**(metadata if isinstance(metadata, dict) else {})}}

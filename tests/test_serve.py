@@ -390,3 +390,50 @@ def test_produce_sample_and_dedup_window(rabbitmq: str, tmp_path: Path) -> None:
     )
     assert "0 accepted, 0 rejected; 30 sampled out" in sampled.stdout
     assert len(queued(rabbitmq)) == 30
+
+
+@pytest.mark.broker
+def test_produce_map_and_a_token_with_a_preset(rabbitmq: str, tmp_path: Path) -> None:
+    line = {
+        "request": {"question": "Q?"},
+        "retrieval": {"docs": [{"text": "c1"}]},
+        "response": {"text": "A."},
+    }
+    source = tmp_path / "app.log"
+    source.write_text(json.dumps(line) + "\n")
+    env = {**os.environ, "VEREDITO_BROKER_URL": rabbitmq}
+    maps = [
+        "--map",
+        "query=request.question",
+        "--map",
+        "context=retrieval.docs[].text",
+        "--map",
+        "answer=response.text",
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "veredito", "produce", str(source), *maps],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and "1 accepted, 0 rejected" in done.stdout, done.stderr
+    bad = subprocess.run(
+        [sys.executable, "-m", "veredito", "produce", str(source), "--map", "colour=x"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "the field must be" in bad.stderr
+    langchain = {
+        "inputs": {"question": "Q?"},
+        "outputs": {"answer": "A.", "source_documents": [{"page_content": "c1"}]},
+    }
+    with serving(rabbitmq, VEREDITO_INGEST_TOKENS="lc::langchain") as base:
+        status, body, _ = call(base, "POST", "/v1/triples", langchain, token="lc")
+        assert status == 202 and len(body["accepted"]) == 1
+    triples = [e["triple"] for e in queued(rabbitmq)]
+    assert [(t["query"], t["context"], t["answer"]) for t in triples] == [("Q?", ["c1"], "A.")] * 2

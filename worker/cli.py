@@ -73,6 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--broker", help="broker URL (default VEREDITO_BROKER_URL or local RabbitMQ)"
     )
     _add_intake_options(produce)
+    produce.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="FIELD=EXPRESSION",
+        help="read a contract field with a JMESPath expression (repeatable), or name a preset: "
+        "ragas, aferiq, langchain (see docs/ingestion.md)",
+    )
 
     worker = sub.add_parser("worker", help="run a Celery worker")
     _add_judge_options(worker)
@@ -218,9 +226,15 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 def _produce(args: argparse.Namespace, settings: Settings) -> int:
     from kombu.exceptions import OperationalError
 
+    from veredito.producer.mapping import Mapper, MappingError, parse_maps
     from veredito.producer.publish import produce
     from veredito.producer.reader import read_lines
 
+    try:
+        mapper = Mapper(parse_maps(args.map)) if args.map else None
+    except MappingError as exc:
+        print(f"veredito: {exc}", file=sys.stderr)
+        return 2
     stream = _open_input(args.input)
     if stream is None:
         return 3
@@ -232,6 +246,7 @@ def _produce(args: argparse.Namespace, settings: Settings) -> int:
             settings.limits,
             sample_rate=settings.sample_rate,
             dedup=_dedup(settings),
+            mapper=mapper,
         )
     except (OperationalError, ConnectionError, OSError) as exc:
         print(f"veredito: cannot publish to the broker: {exc}", file=sys.stderr)
