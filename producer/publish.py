@@ -19,7 +19,8 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -127,11 +128,13 @@ class TriplePublisher:
             self._connection.release()
         self._connection = self._producer = None
 
-    def publish(self, envelope: dict[str, Any], label: str) -> None:
+    def publish(self, envelope: dict[str, Any], label: str, task_id: str | None = None) -> None:
+        """Publish and wait for the broker's confirm. ``task_id``: the message's id when the
+        caller needs a repeat to carry the same one (``--follow``), else a new uuid4."""
         if self._producer is None or self._connection is None:
             raise RuntimeError("use TriplePublisher as a context manager")
         envelope.setdefault("produced_at", time.time())
-        task_id = str(uuid.uuid4())
+        task_id = task_id or str(uuid.uuid4())
         body, headers = task_message(envelope, task_id, label)
         publish = self._connection.ensure(self._producer, self._producer.publish, **RETRY_POLICY)
         publish(
@@ -142,7 +145,9 @@ class TriplePublisher:
             delivery_mode=2,
         )
 
-    def publish_object(self, value: Any, source: dict[str, Any] | None = None) -> Exception | None:
+    def publish_object(
+        self, value: Any, source: dict[str, Any] | None = None, task_id: str | None = None
+    ) -> Exception | None:
         """Publish one input object; return the contract violation if it has one (still sent).
         A triple left out by sampling or dedup is counted in ``skipped`` and not sent."""
         if self.mapper is not None:
@@ -150,7 +155,7 @@ class TriplePublisher:
         try:
             triple = parse_triple(value, self.limits, (source or {}).get("line"))
         except InvalidTriple as exc:
-            self.publish({"triple": value, "source": source}, label="rejected")
+            self.publish({"triple": value, "source": source}, "rejected", task_id)
             return exc
         if not sampled_in(triple.id, self.sample_rate):
             self.skipped["sampled_out"] += 1
@@ -158,18 +163,38 @@ class TriplePublisher:
         if self.dedup is not None and self.dedup.seen([triple.id])[0]:
             self.skipped["duplicate"] += 1
             return None
-        self.publish({"triple": triple.to_dict(), "source": source}, label=triple.id)
+        self.publish({"triple": triple.to_dict(), "source": source}, triple.id, task_id)
         if self.dedup is not None:
             self.dedup.remember([triple.id])  # confirmed by the broker by now
         return None
 
-    def publish_line(self, item: InputLine, input_name: str) -> Exception | str | None:
+    def publish_line(
+        self, item: InputLine, input_name: str, task_id: str | None = None
+    ) -> Exception | str | None:
         source = {"input": input_name, "line": item.line}
         if item.error is not None:
             envelope = {"triple": None, "source": source, "error": item.error, "raw": item.text}
-            self.publish(envelope, label="rejected")
+            self.publish(envelope, "rejected", task_id)
             return f"line {item.line}: {item.error}"
-        return self.publish_object(item.value, source)
+        return self.publish_object(item.value, source, task_id)
+
+
+@contextmanager
+def stopped_by_signals(report: ProduceReport) -> Iterator[None]:
+    """SIGTERM and SIGINT set ``report.stopped_by`` instead of killing: the caller stops between
+    two lines, with everything before confirmed."""
+
+    def stop(signum: int, _frame: Any) -> None:
+        report.stopped_by = signum
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def produce(
@@ -186,14 +211,7 @@ def produce(
     SIGINT stops it between two lines: what was published is confirmed, and the report says
     the last line published (``stopped_by`` is the signal)."""
     report = ProduceReport()
-
-    def stop(signum: int, _frame: Any) -> None:
-        report.stopped_by = signum
-
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with stopped_by_signals(report):
         publisher = TriplePublisher(
             broker_url, limits, sample_rate=sample_rate, dedup=dedup, mapper=mapper
         )
@@ -210,9 +228,6 @@ def produce(
                     report.accepted += 1
             report.sampled_out = publisher.skipped["sampled_out"]
             report.duplicates = publisher.skipped["duplicate"]
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
     log.info(
         "produced %d triples",
         report.accepted + report.rejected,

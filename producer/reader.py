@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["MAX_NESTING", "InputLine", "nested_deeper_than", "open_input", "read_lines"]
+__all__ = [
+    "MAX_NESTING",
+    "InputLine",
+    "nested_deeper_than",
+    "open_input",
+    "parse_line",
+    "read_lines",
+]
 
 # A line nested deeper is refused: a triple needs a few levels (metadata may use 32), and a value
 # hundreds of levels deep makes the JSON encoders downstream (kombu's, at a deeper stack) raise
@@ -51,25 +58,30 @@ def open_input(path: str) -> IO[str]:
 
 def read_lines(stream: IO[str]) -> Iterator[InputLine]:
     for number, text in enumerate(stream, 1):
-        stripped = text.strip()
-        if not stripped:
-            continue
-        try:
-            value = json.loads(stripped)
-        except (ValueError, RecursionError) as exc:
-            if isinstance(exc, json.JSONDecodeError):
-                reason = f"{exc.msg} at column {exc.colno}"
-            elif isinstance(exc, RecursionError):
-                reason = f"nested deeper than {MAX_NESTING} levels"
-            else:  # a number past the integer string conversion limit
-                reason = str(exc).split(";")[0]
-            yield InputLine(number, stripped, error=f"not valid JSON ({reason})")
-        else:
-            if nested_deeper_than(value, MAX_NESTING):
-                reason = f"nested deeper than {MAX_NESTING} levels"
-                yield InputLine(number, stripped, error=f"not valid JSON ({reason})")
-            else:
-                yield InputLine(number, stripped, value=value)
+        item = parse_line(number, text)
+        if item is not None:
+            yield item
+
+
+def parse_line(number: int, text: str) -> InputLine | None:
+    """One line as a value or the reason it is not JSON; None for a blank line."""
+    stripped = text.strip()
+    if not stripped:
+        return None
+    try:
+        value = json.loads(stripped)
+    except (ValueError, RecursionError) as exc:
+        if isinstance(exc, json.JSONDecodeError):
+            reason = f"{exc.msg} at column {exc.colno}"
+        elif isinstance(exc, RecursionError):
+            reason = f"nested deeper than {MAX_NESTING} levels"
+        else:  # a number past the integer string conversion limit
+            reason = str(exc).split(";")[0]
+        return InputLine(number, stripped, error=f"not valid JSON ({reason})")
+    if nested_deeper_than(value, MAX_NESTING):
+        reason = f"nested deeper than {MAX_NESTING} levels"
+        return InputLine(number, stripped, error=f"not valid JSON ({reason})")
+    return InputLine(number, stripped, value=value)
 
 
 def nested_deeper_than(value: object, limit: int) -> bool:

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from veredito.worker.logs import configure_logging
 
 if TYPE_CHECKING:
+    from veredito.producer.mapping import Mapper
     from veredito.producer.sampling import Dedup
 from veredito.worker.settings import Settings
 
@@ -68,7 +69,19 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
     produce = sub.add_parser("produce", help="publish triples to the broker")
-    produce.add_argument("input", help="JSONL file of triples, or - for stdin")
+    produce.add_argument(
+        "input",
+        help="JSONL file of triples, or - for stdin; with --follow a "
+        "path or a glob (quote it) of files to follow as they grow",
+    )
+    produce.add_argument(
+        "--follow", action="store_true", help="keep reading as the files grow, across rotation"
+    )
+    produce.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="--follow: where to keep the offsets (default ~/.local/state/veredito/follow-*.json)",
+    )
     produce.add_argument(
         "--broker", help="broker URL (default VEREDITO_BROKER_URL or local RabbitMQ)"
     )
@@ -235,6 +248,8 @@ def _produce(args: argparse.Namespace, settings: Settings) -> int:
     except MappingError as exc:
         print(f"veredito: {exc}", file=sys.stderr)
         return 2
+    if args.follow:
+        return _follow(args, settings, mapper)
     stream = _open_input(args.input)
     if stream is None:
         return 3
@@ -277,6 +292,33 @@ def _produce(args: argparse.Namespace, settings: Settings) -> int:
             file=sys.stderr,
         )
         return 128 + report.stopped_by
+    return 0
+
+
+def _follow(args: argparse.Namespace, settings: Settings, mapper: Mapper | None) -> int:
+    from kombu.exceptions import OperationalError
+
+    from veredito.producer.follow import checkpoint_for, follow_files
+
+    checkpoint = args.checkpoint or checkpoint_for(args.input)
+    print(f"veredito: following {args.input} (checkpoint {checkpoint})", file=sys.stderr)
+    try:
+        report = follow_files(
+            args.input,
+            settings.broker_url,
+            checkpoint,
+            settings.limits,
+            sample_rate=settings.sample_rate,
+            dedup=_dedup(settings),
+            mapper=mapper,
+        )
+    except (OperationalError, ConnectionError) as exc:
+        print(f"veredito: cannot publish to the broker: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"published {report.accepted + report.rejected}: {report.accepted} accepted, "
+        f"{report.rejected} rejected; stopped following, offsets saved in {checkpoint}"
+    )
     return 0
 
 
