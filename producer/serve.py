@@ -36,6 +36,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from veredito.producer import topology
 from veredito.producer.confirms import Outgoing, Publisher, PublishError
 from veredito.producer.ingest import NDJSON, BodyError, Grant, Tokens, from_aferiq, read_body
+from veredito.producer.otlp import PROTOBUF, OTLPError, TraceAssembler, decode, empty_response
 from veredito.producer.publish import task_message
 from veredito.producer.sampling import Dedup, sampled_in
 from veredito.producer.triple import InvalidTriple, Limits, fallback_id, parse_triple
@@ -45,7 +46,15 @@ __all__ = ["IngestConfig", "make_app", "openapi"]
 log = logging.getLogger(__name__)
 
 JSON_TYPES = ("application/json", NDJSON)
-ROUTES = ("/v1/triples", "/api/v1/traces", "/healthz", "/readyz", "/metrics", "/openapi.json")
+ROUTES = (
+    "/v1/triples",
+    "/v1/traces",
+    "/api/v1/traces",
+    "/healthz",
+    "/readyz",
+    "/metrics",
+    "/openapi.json",
+)
 CONFIG: web.AppKey[IngestConfig] = web.AppKey("config")
 STATE: web.AppKey[State] = web.AppKey("state")
 
@@ -59,6 +68,7 @@ class IngestConfig:
     max_backlog: int = 100_000
     limits: Limits = field(default_factory=Limits)
     backlog_interval: float = 1.0
+    trace_timeout: float = 30.0
     sample_rate: float = 1.0
     dedup: Dedup | None = None
 
@@ -78,6 +88,13 @@ class IngestMetrics:
             ["result"],
             registry=registry,
         )
+        self.traces = Counter(
+            "veredito_ingest_traces_total",
+            "OpenTelemetry traces: complete (made a triple), incomplete (no root in time), "
+            "evicted (buffer full)",
+            ["result"],
+            registry=registry,
+        )
         self.duration = Histogram(
             "veredito_ingest_request_duration_seconds",
             "Time to answer an ingest request (including the broker's confirms)",
@@ -91,6 +108,7 @@ class IngestMetrics:
 class State:
     publisher: Publisher
     metrics: IngestMetrics
+    assembler: TraceAssembler
     backlog: int | None = None  # None: the broker could not be asked
     checked_at: float = 0.0
     monitor: asyncio.Task[None] | None = None
@@ -278,6 +296,33 @@ async def post_aferiq(request: web.Request) -> web.Response:
     return web.json_response(await accept(request, values, "aferiq"), status=200)
 
 
+async def post_otlp(request: web.Request) -> web.Response:
+    """OTLP/HTTP traces: spans wait for their trace's root span, then become triples."""
+    config, state = request.app[CONFIG], request.app[STATE]
+    authorize(request)
+    content_type = request.content_type
+    if content_type not in (PROTOBUF, "application/json"):
+        raise JsonError(
+            415,
+            "unsupported_media_type",
+            f"OTLP/HTTP is {PROTOBUF} or application/json, not {content_type or 'nothing'}",
+        )
+    check_ready(state, config)
+    try:
+        spans = decode(await request.read(), content_type)
+    except OTLPError as exc:
+        raise JsonError(400, "invalid_body", str(exc)) from None
+    evicted = state.assembler.dropped["evicted"]
+    triples = state.assembler.add(spans)
+    if state.assembler.dropped["evicted"] > evicted:
+        state.metrics.traces.labels("evicted").inc(state.assembler.dropped["evicted"] - evicted)
+    if triples:
+        await accept(request, triples, "otlp")
+        state.metrics.traces.labels("complete").inc(len(triples))
+    body, response_type = empty_response(content_type)
+    return web.Response(body=body, content_type=response_type)
+
+
 async def head_aferiq(request: web.Request) -> web.Response:
     authorize(request)
     return web.Response(status=200)
@@ -316,6 +361,9 @@ async def watch_backlog(app: web.Application) -> None:
                 log.warning("the broker cannot be reached (%s)", type(exc).__name__)
             state.backlog = None
         state.checked_at = time.monotonic()
+        expired = state.assembler.expire()
+        if expired:
+            state.metrics.traces.labels("incomplete").inc(expired)
         await asyncio.sleep(config.backlog_interval)
 
 
@@ -353,8 +401,13 @@ def make_app(config: IngestConfig, registry: CollectorRegistry | None = None) ->
         config.broker_url,
         declare=(topology.triples_queue, topology.dead_queue, topology.verdicts_queue),
     )
-    app[STATE] = State(publisher, IngestMetrics(registry or CollectorRegistry()))
+    app[STATE] = State(
+        publisher,
+        IngestMetrics(registry or CollectorRegistry()),
+        TraceAssembler(timeout=config.trace_timeout),
+    )
     app.router.add_post("/v1/triples", post_triples)
+    app.router.add_post("/v1/traces", post_otlp)
     app.router.add_post("/api/v1/traces", post_aferiq)
     app.router.add_route("HEAD", "/api/v1/traces", head_aferiq)
     app.router.add_get("/healthz", healthz, allow_head=True)
@@ -484,6 +537,22 @@ def openapi() -> dict[str, Any]:
                     "summary": "Queue triples (one, an array, or NDJSON)",
                     "requestBody": body,
                     "responses": {"202": {"description": "all queued", **result}, **errors},
+                }
+            },
+            "/v1/traces": {
+                "post": {
+                    "summary": "OTLP/HTTP trace export; spans become triples per trace",
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
+                            "application/json": {"schema": {"type": "object"}},
+                        },
+                    },
+                    "responses": {
+                        "200": {"description": "ExportTraceServiceResponse (full success)"},
+                        **errors,
+                    },
                 }
             },
             "/api/v1/traces": {

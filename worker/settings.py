@@ -81,6 +81,9 @@ class Settings(BaseSettings):
         default=None, description="serve: token or token:app, comma-separated"
     )
     ingest_max_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    ingest_trace_timeout: float = Field(
+        default=30.0, gt=0, description="serve: seconds an OTLP trace may wait for its root span"
+    )
     ingest_max_backlog: int = Field(
         default=100_000, ge=1, description="serve answers 503 above this many queued triples"
     )
