@@ -123,7 +123,7 @@ def follow(
         _forget_finished(followed, pattern)
         if not busy:
             time.sleep(poll)
-    checkpoint.save()
+    commit(publisher, checkpoint)
 
 
 def _open(path: str, followed: dict[str, Followed], checkpoint: Checkpoint) -> None:
@@ -160,7 +160,7 @@ def _read(
     if size < position.offset:  # copytruncate: the same file, shorter than what was read
         log.warning("%s was truncated: reading it again from its start", position.path)
         position.offset, position.line = 0, 0
-        checkpoint.save()
+        commit(publisher, checkpoint)
     if size == position.offset:
         return False
     if position.offset == 0:  # (re)started from the top: its first line may be new
@@ -197,10 +197,16 @@ def _read(
         start = stop_at
         since_save += 1
         if since_save >= SAVE_EVERY:
-            checkpoint.save()
+            commit(publisher, checkpoint)
             since_save = 0
-    checkpoint.save()
+    commit(publisher, checkpoint)
     return True
+
+
+def commit(publisher: TriplePublisher, checkpoint: Checkpoint) -> None:
+    """The offsets may be saved only once every line before them is confirmed."""
+    publisher.flush()
+    checkpoint.save()
 
 
 def _forget_finished(followed: dict[str, Followed], pattern: str) -> None:

@@ -13,32 +13,29 @@ nothing a producer is given disappears without a verdict saying why.
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from kombu import Connection, Producer
-
 from veredito.producer import topology
+from veredito.producer.confirms import Outgoing, Publisher
 from veredito.producer.mapping import Mapper
 from veredito.producer.reader import InputLine
 from veredito.producer.sampling import Dedup, sampled_in
 from veredito.producer.triple import InvalidTriple, Limits, parse_triple
 
-__all__ = ["ProduceReport", "TriplePublisher", "produce"]
+__all__ = ["ProduceReport", "TriplePublisher", "produce", "stopped_by_signals", "task_outgoing"]
 
 log = logging.getLogger(__name__)
-
-# A broker restart (RabbitMQ takes 5-20 s) is waited out: up to about 90 s of reconnecting.
-RETRY_POLICY = {"max_retries": 30, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 3}
 
 
 @dataclass
@@ -83,8 +80,25 @@ def task_message(
     return body, headers
 
 
+def task_outgoing(envelope: dict[str, Any], label: str, task_id: str | None = None) -> Outgoing:
+    """A ``veredito.evaluate`` task message for the envelope, ready for the confirm publisher."""
+    task_id = task_id or str(uuid.uuid4())
+    body, headers = task_message(envelope, task_id, label)
+    return Outgoing(
+        body=json.dumps(body, ensure_ascii=False).encode("utf-8"),
+        exchange=topology.TRIPLES_QUEUE,
+        routing_key=topology.TRIPLES_QUEUE,
+        message_id=task_id,
+        headers=headers,
+    )
+
+
 class TriplePublisher:
-    """Publishes triples to ``veredito.triples``; each publish waits for the broker's confirm."""
+    """Publishes triples to ``veredito.triples`` in windows: :meth:`publish` queues a message,
+    and every ``window`` messages — or at :meth:`flush`, and on leaving the ``with`` block — the
+    window goes out as one batch and waits for the broker's confirms of all of it (one round
+    trip, not one per message; :class:`veredito.producer.confirms.Publisher`). A caller that
+    must know a message is confirmed (a checkpoint, an ack) calls :meth:`flush` first."""
 
     def __init__(
         self,
@@ -94,28 +108,25 @@ class TriplePublisher:
         sample_rate: float = 1.0,
         dedup: Dedup | None = None,
         mapper: Mapper | None = None,
+        window: int = 500,
     ) -> None:
         self.broker_url = broker_url
         self.mapper = mapper
         self.limits = limits
         self.sample_rate = sample_rate
         self.dedup = dedup
+        self.window = window
         self.skipped: Counter[str] = Counter()
-        self._connection: Connection | None = None
-        self._producer: Producer | None = None
+        self._publisher: Publisher | None = None
+        self._pending: list[Outgoing] = []
+        self._pending_ids: list[str] = []  # triple ids to remember for dedup once confirmed
 
     def __enter__(self) -> TriplePublisher:
-        conn = Connection(self.broker_url, transport_options={"confirm_publish": True})
-        conn.ensure_connection(max_retries=3)
-        channel = conn.channel()
-        for queue in (
-            topology.triples_queue(self.broker_url),
-            topology.dead_queue(self.broker_url),
-            topology.verdicts_queue(self.broker_url),
-        ):
-            queue(channel).declare()
-        self._connection = conn
-        self._producer = Producer(channel, exchange=topology.triples_exchange(), serializer="json")
+        self._publisher = Publisher(
+            self.broker_url,
+            declare=(topology.triples_queue, topology.dead_queue, topology.verdicts_queue),
+            attempts=30,  # a broker restart is waited out (about two minutes)
+        ).start()
         return self
 
     def __exit__(
@@ -124,26 +135,32 @@ class TriplePublisher:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._connection is not None:
-            self._connection.release()
-        self._connection = self._producer = None
+        try:
+            if exc_type is None:
+                self.flush()
+        finally:
+            if self._publisher is not None:
+                self._publisher.close()
+            self._publisher = None
 
     def publish(self, envelope: dict[str, Any], label: str, task_id: str | None = None) -> None:
-        """Publish and wait for the broker's confirm. ``task_id``: the message's id when the
-        caller needs a repeat to carry the same one (``--follow``), else a new uuid4."""
-        if self._producer is None or self._connection is None:
+        """Queue one task message; it is confirmed at the next :meth:`flush`. ``task_id``: the
+        message's id when a repeat must carry the same one (``--follow``), else a new uuid4."""
+        if self._publisher is None:
             raise RuntimeError("use TriplePublisher as a context manager")
         envelope.setdefault("produced_at", time.time())
-        task_id = task_id or str(uuid.uuid4())
-        body, headers = task_message(envelope, task_id, label)
-        publish = self._connection.ensure(self._producer, self._producer.publish, **RETRY_POLICY)
-        publish(
-            body,
-            routing_key=topology.TRIPLES_QUEUE,
-            headers=headers,
-            correlation_id=task_id,
-            delivery_mode=2,
-        )
+        self._pending.append(task_outgoing(envelope, label, task_id))
+        if len(self._pending) >= self.window:
+            self.flush()
+
+    def flush(self) -> None:
+        """Publish what is queued and wait until the broker confirmed all of it."""
+        if not self._pending or self._publisher is None:
+            return
+        self._publisher.publish(self._pending)
+        if self.dedup is not None:
+            self.dedup.remember(self._pending_ids)
+        self._pending, self._pending_ids = [], []
 
     def publish_object(
         self, value: Any, source: dict[str, Any] | None = None, task_id: str | None = None
@@ -164,8 +181,7 @@ class TriplePublisher:
             self.skipped["duplicate"] += 1
             return None
         self.publish({"triple": triple.to_dict(), "source": source}, triple.id, task_id)
-        if self.dedup is not None:
-            self.dedup.remember([triple.id])  # confirmed by the broker by now
+        self._pending_ids.append(triple.id)  # remembered once confirmed
         return None
 
     def publish_line(
@@ -206,6 +222,7 @@ def produce(
     sample_rate: float = 1.0,
     dedup: Dedup | None = None,
     mapper: Mapper | None = None,
+    idle: Callable[[], bool] | None = None,
 ) -> ProduceReport:
     """Publish every line, each confirmed by the broker before the next is read. SIGTERM or
     SIGINT stops it between two lines: what was published is confirmed, and the report says
@@ -216,16 +233,24 @@ def produce(
             broker_url, limits, sample_rate=sample_rate, dedup=dedup, mapper=mapper
         )
         with publisher:
+            sent = 0
             for item in lines:
                 if report.stopped_by is not None:
                     break
                 skipped = sum(publisher.skipped.values())
                 problem = publisher.publish_line(item, input_name)
-                report.last_line = item.line
                 if problem is not None:
                     report.add_rejection(str(problem))
                 elif sum(publisher.skipped.values()) == skipped:
                     report.accepted += 1
+                sent += 1
+                if sent % publisher.window == 0 or (idle is not None and idle()):
+                    publisher.flush()  # a full window, or a stream with nothing more yet
+                    report.last_line = item.line  # every line up to here is confirmed
+                last = item.line
+            publisher.flush()
+            if sent:
+                report.last_line = last
             report.sampled_out = publisher.skipped["sampled_out"]
             report.duplicates = publisher.skipped["duplicate"]
     log.info(

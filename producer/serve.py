@@ -24,7 +24,6 @@ import contextlib
 import json
 import logging
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +36,7 @@ from veredito.producer import topology
 from veredito.producer.confirms import Outgoing, Publisher, PublishError
 from veredito.producer.ingest import NDJSON, BodyError, Grant, Tokens, from_aferiq, read_body
 from veredito.producer.otlp import PROTOBUF, OTLPError, TraceAssembler, decode, empty_response
-from veredito.producer.publish import task_message
+from veredito.producer.publish import task_outgoing
 from veredito.producer.sampling import Dedup, sampled_in
 from veredito.producer.triple import InvalidTriple, Limits, fallback_id, parse_triple
 
@@ -206,18 +205,6 @@ async def read_values(request: web.Request) -> list[Any]:
         raise JsonError(400, "invalid_body", str(exc)) from None
 
 
-def task(envelope: dict[str, Any], label: str) -> Outgoing:
-    task_id = str(uuid.uuid4())
-    body, headers = task_message(envelope, task_id, label)
-    return Outgoing(
-        body=json.dumps(body, ensure_ascii=False).encode("utf-8"),
-        exchange=topology.TRIPLES_QUEUE,
-        routing_key=topology.TRIPLES_QUEUE,
-        message_id=task_id,
-        headers=headers,
-    )
-
-
 async def accept(request: web.Request, values: list[Any], source: str) -> dict[str, Any]:
     """Check each value, publish the triples and rejections and wait for the broker; leave out,
     and report, what sampling and dedup drop."""
@@ -244,13 +231,13 @@ async def accept(request: web.Request, values: list[Any], source: str) -> dict[s
             # the id its rejected verdict will carry
             rejected.append({"index": index, "id": fallback_id(value), "error": str(exc)})
             envelope = {"triple": value, "source": origin, "produced_at": now}
-            messages.append(task(envelope, "rejected"))
+            messages.append(task_outgoing(envelope, "rejected"))
             continue
         if not sampled_in(triple.id, config.sample_rate):
             sampled_out.append(triple.id)
             continue
         envelope = {"triple": triple.to_dict(), "source": origin, "produced_at": now}
-        pending.append((triple.id, task(envelope, triple.id)))
+        pending.append((triple.id, task_outgoing(envelope, triple.id)))
     duplicates: list[str] = []
     if config.dedup is not None and pending:
         seen = config.dedup.seen([triple_id for triple_id, _ in pending])

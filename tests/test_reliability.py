@@ -308,13 +308,13 @@ def test_a_redelivered_triple_whose_verdict_was_published_is_not_judged_again(
             "VEREDITO_REDIS_URL": REDIS_URL,
             "VEREDITO_PROMPTS": "claims",
         }
-        body, head = task_message({"triple": GOOD}, task_id, "dup")
         with TriplePublisher(broker_url) as publisher, running_worker(env, 2, port) as worker:
-            publish = publisher._producer.publish  # type: ignore[union-attr]
-            publish(body, routing_key=topology.TRIPLES_QUEUE, headers=head, delivery_mode=2)
+            publisher.publish({"triple": GOOD}, "dup", task_id)
+            publisher.flush()
             wait_until(lambda: depth(broker_url, topology.VERDICTS_QUEUE) == 1, 30, "a verdict")
             # the same message again, as a redelivery after a crash between publish and ack
-            publish(body, routing_key=topology.TRIPLES_QUEUE, headers=head, delivery_mode=2)
+            publisher.publish({"triple": GOOD}, "dup", task_id)
+            publisher.flush()
             wait_until(
                 lambda: metric(port, "veredito_redeliveries_skipped_total") == 1,
                 30,

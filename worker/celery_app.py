@@ -44,7 +44,7 @@ __all__ = ["app", "celery_config", "configure", "evaluate"]
 
 log = logging.getLogger(__name__)
 
-MAX_RAW = 64 * 1024  # of a malformed task's arguments, kept on its rejected verdict's dead letter
+MAX_RAW = 64 * 1024  # of a malformed task's arguments; its rejected verdict's id comes from them
 
 app = Celery("veredito", set_as_current=False)
 

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -262,6 +263,7 @@ def _produce(args: argparse.Namespace, settings: Settings) -> int:
             sample_rate=settings.sample_rate,
             dedup=_dedup(settings),
             mapper=mapper,
+            idle=_nothing_waiting(stream) if stream is sys.stdin else None,
         )
     except (OperationalError, ConnectionError, OSError) as exc:
         print(f"veredito: cannot publish to the broker: {exc}", file=sys.stderr)
@@ -293,6 +295,21 @@ def _produce(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 128 + report.stopped_by
     return 0
+
+
+def _nothing_waiting(stream: IO[str]) -> Callable[[], bool]:
+    """For a stream (``tail -f app.log | veredito produce -``): True when no more input is
+    there right now, so what was read is confirmed before waiting for more."""
+    import select
+
+    def idle() -> bool:
+        try:
+            ready, _, _ = select.select([stream], [], [], 0)
+        except (OSError, ValueError):  # not selectable: confirm each line
+            return True
+        return not ready
+
+    return idle
 
 
 def _follow(args: argparse.Namespace, settings: Settings, mapper: Mapper | None) -> int:

@@ -78,6 +78,7 @@ def replay(broker_url: str, limit: int | None = None) -> ReplayReport:
                 continue
             envelope.pop("produced_at", None)
             publisher.publish(envelope, label="replay")
+            publisher.flush()  # confirmed before the dead letter goes
             message.ack()
             report.replayed += 1
             if record_id is not None:
