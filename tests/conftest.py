@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,15 @@ def service_answers(port: int, host: str = "127.0.0.1") -> bool:
             return True
     except OSError:
         return False
+
+
+def wait_until(condition: Callable[[], bool], seconds: float, what: str) -> None:
+    """Wait for a condition with a deadline (never a bare sleep)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {seconds:.0f} s waiting for {what}")
+        time.sleep(0.1)
 
 
 def require_service(port: int, name: str) -> None:

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from kombu import Connection
 
-from tests.conftest import ROOT, require_service
+from tests.conftest import ROOT, require_service, wait_until
 from tests.test_broker_e2e import BROKERS, reset_broker
 from veredito.producer import topology
 
@@ -39,14 +39,6 @@ def append(path: Path, text: str) -> None:
     with path.open("a", encoding="utf-8") as f:
         f.write(text)
         f.flush()
-
-
-def wait_until(condition: Callable[[], bool], seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def depth() -> int:

@@ -13,7 +13,7 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import redis
 from kombu import Connection, Producer
 
 from bench.chaos import make_triples
-from tests.conftest import ROOT
+from tests.conftest import ROOT, wait_until
 from tests.llm_server import Script, ServerThread
 from tests.test_broker_e2e import BROKERS, reset_broker, running_worker
 from tests.test_broker_e2e import broker_url as broker_url  # the fixture, both brokers
@@ -32,14 +32,6 @@ from veredito.worker.redis_transport import LANDING_PREFIX
 
 GOOD = {"query": "Qual o prazo?", "context": ["O prazo é de 7 dias."], "answer": "São 7 dias."}
 CPF = "529.982.247-25"
-
-
-def wait_until(condition: Callable[[], bool], seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {seconds:.0f} s waiting for {what}")
-        time.sleep(0.2)
 
 
 def depth(url: str, name: str) -> int:
