@@ -238,11 +238,15 @@ def follow_files(
     dedup: Dedup | None = None,
     mapper: Mapper | None = None,
     poll: float = 0.2,
+    on_ready: Callable[[], None] | None = None,
 ) -> ProduceReport:
-    """Follow until SIGTERM or SIGINT (``report.stopped_by``); the checkpoint is then saved."""
+    """Follow until SIGTERM or SIGINT (``report.stopped_by``); the checkpoint is then saved.
+    ``on_ready`` runs once the signals are handled (from then on SIGTERM stops it cleanly)."""
     report = ProduceReport()
     checkpoint = Checkpoint(checkpoint_path)
     with stopped_by_signals(report):
+        if on_ready is not None:
+            on_ready()
         publisher = TriplePublisher(
             broker_url, limits, sample_rate=sample_rate, dedup=dedup, mapper=mapper
         )

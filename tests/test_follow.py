@@ -82,6 +82,8 @@ def following(pattern: str, checkpoint: Path) -> Iterator[subprocess.Popen[str]]
         stderr=subprocess.PIPE,
         text=True,
     )
+    assert process.stderr is not None
+    assert "following" in process.stderr.readline()  # printed once SIGTERM is handled
     try:
         yield process
     finally:
@@ -154,10 +156,10 @@ def test_rotation_by_copytruncate(rabbitmq: None, tmp_path: Path) -> None:
 @pytest.mark.broker
 def test_sigkill_and_restart_lose_nothing(rabbitmq: None, tmp_path: Path) -> None:
     log, checkpoint = tmp_path / "app.log", tmp_path / "cp.json"
-    append(log, "".join(line(i) for i in range(400)))
+    append(log, "".join(line(i) for i in range(4000)))
     with following(str(log), checkpoint) as first:
-        wait_until(lambda: depth() >= 50, 60, "50 lines")
-        first.kill()
+        wait_until(lambda: depth() >= 200, 60, "200 lines")
+        first.kill()  # mid-stream: 4,000 lines take a few seconds
         first.wait()
     with following(str(log), checkpoint):
         wait_until(lambda: saved_offset(checkpoint, log) == log.stat().st_size, 60, "the end")
@@ -165,6 +167,6 @@ def test_sigkill_and_restart_lose_nothing(rabbitmq: None, tmp_path: Path) -> Non
     by_line: dict[str, set[str]] = {}
     for message_id, envelope in messages:
         by_line.setdefault(envelope["triple"]["id"], set()).add(message_id)
-    assert sorted(by_line) == sorted(f"f{i}" for i in range(400))  # nothing lost
+    assert sorted(by_line) == sorted(f"f{i}" for i in range(4000))  # nothing lost
     # a line sent again after the kill carries the same message id: done markers drop it
     assert all(len(ids) == 1 for ids in by_line.values())

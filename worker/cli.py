@@ -318,7 +318,11 @@ def _follow(args: argparse.Namespace, settings: Settings, mapper: Mapper | None)
     from veredito.producer.follow import checkpoint_for, follow_files
 
     checkpoint = args.checkpoint or checkpoint_for(args.input)
-    print(f"veredito: following {args.input} (checkpoint {checkpoint})", file=sys.stderr)
+
+    def ready() -> None:
+        print(f"veredito: following {args.input} (checkpoint {checkpoint})", file=sys.stderr)
+        sys.stderr.flush()
+
     try:
         report = follow_files(
             args.input,
@@ -328,6 +332,7 @@ def _follow(args: argparse.Namespace, settings: Settings, mapper: Mapper | None)
             sample_rate=settings.sample_rate,
             dedup=_dedup(settings),
             mapper=mapper,
+            on_ready=ready,
         )
     except (OperationalError, ConnectionError) as exc:
         print(f"veredito: cannot publish to the broker: {exc}", file=sys.stderr)
