@@ -109,7 +109,6 @@ class State:
     metrics: IngestMetrics
     assembler: TraceAssembler
     backlog: int | None = None  # None: the broker could not be asked
-    checked_at: float = 0.0
     monitor: asyncio.Task[None] | None = None
 
 
@@ -205,13 +204,14 @@ async def read_values(request: web.Request) -> list[Any]:
         raise JsonError(400, "invalid_body", str(exc)) from None
 
 
-async def accept(request: web.Request, values: list[Any], source: str) -> dict[str, Any]:
+async def accept(
+    request: web.Request, grant: Grant, values: list[Any], source: str
+) -> dict[str, Any]:
     """Check each value, publish the triples and rejections and wait for the broker; leave out,
-    and report, what sampling and dedup drop."""
+    and report, what sampling and dedup drop. The caller has authorized the request and checked
+    that the broker is ready."""
     config, state = request.app[CONFIG], request.app[STATE]
-    grant = authorize(request)
     forced_app = grant.app
-    check_ready(state, config)
     rejected: list[dict[str, Any]] = []
     sampled_out: list[str] = []
     messages: list[Outgoing] = []
@@ -274,19 +274,23 @@ async def accept(request: web.Request, values: list[Any], source: str) -> dict[s
 
 
 async def post_triples(request: web.Request) -> web.Response:
+    grant = authorize(request)
+    check_ready(request.app[STATE], request.app[CONFIG])
     values = await read_values(request)
-    return web.json_response(await accept(request, values, "http"), status=202)
+    return web.json_response(await accept(request, grant, values, "http"), status=202)
 
 
 async def post_aferiq(request: web.Request) -> web.Response:
+    grant = authorize(request)
+    check_ready(request.app[STATE], request.app[CONFIG])
     values = [from_aferiq(v) for v in await read_values(request)]
-    return web.json_response(await accept(request, values, "aferiq"), status=200)
+    return web.json_response(await accept(request, grant, values, "aferiq"), status=200)
 
 
 async def post_otlp(request: web.Request) -> web.Response:
     """OTLP/HTTP traces: spans wait for their trace's root span, then become triples."""
     config, state = request.app[CONFIG], request.app[STATE]
-    authorize(request)
+    grant = authorize(request)
     content_type = request.content_type
     if content_type not in (PROTOBUF, "application/json"):
         raise JsonError(
@@ -304,7 +308,7 @@ async def post_otlp(request: web.Request) -> web.Response:
     if state.assembler.dropped["evicted"] > evicted:
         state.metrics.traces.labels("evicted").inc(state.assembler.dropped["evicted"] - evicted)
     if triples:
-        await accept(request, triples, "otlp")
+        await accept(request, grant, triples, "otlp")
         state.metrics.traces.labels("complete").inc(len(triples))
     body, response_type = empty_response(content_type)
     return web.Response(body=body, content_type=response_type)
@@ -347,7 +351,6 @@ async def watch_backlog(app: web.Application) -> None:
             if state.backlog is not None:
                 log.warning("the broker cannot be reached (%s)", type(exc).__name__)
             state.backlog = None
-        state.checked_at = time.monotonic()
         expired = state.assembler.expire()
         if expired:
             state.metrics.traces.labels("incomplete").inc(expired)

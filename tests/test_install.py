@@ -165,3 +165,43 @@ def test_a_plain_install_runs_produce_worker_and_results(
     assert len(out.read_text(encoding="utf-8").splitlines()) == expected
     assert "Traceback" not in stderr
     reset_broker(url)
+
+
+@pytest.mark.broker
+def test_a_plain_install_serves_http(clean_venv: Path, tmp_path: Path) -> None:
+    """serve (and its OTLP/JSON route) runs on the base install; only OTLP protobuf needs [otel]."""
+    import json
+    import socket
+    import urllib.request
+
+    from tests.test_broker_e2e import BROKERS
+
+    url, port = BROKERS["rabbitmq"]
+    require_service(port, "RabbitMQ")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        http_port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VEREDITO_", "OPENAI_"))}
+    env.update(VEREDITO_BROKER_URL=url, VEREDITO_INGEST_TOKENS="t", PYTHONPATH="")
+    serve = subprocess.Popen(
+        [str(clean_venv / "bin" / "veredito"), "serve", "--port", str(http_port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert serve.stdout is not None and "listening" in serve.stdout.readline()
+        base = f"http://127.0.0.1:{http_port}"
+        assert urllib.request.urlopen(base + "/healthz", timeout=10).status == 200
+        request = urllib.request.Request(
+            base + "/v1/traces",
+            data=json.dumps({"resourceSpans": []}).encode(),
+            headers={"Authorization": "Bearer t", "Content-Type": "application/json"},
+        )
+        assert urllib.request.urlopen(request, timeout=10).status == 200
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        _, stderr = serve.communicate(timeout=60)
+    assert serve.returncode == 0, stderr[-3000:]

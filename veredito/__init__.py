@@ -10,6 +10,11 @@ folders of the design card at its top level and the build maps them under this p
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
+
 __all__ = ["__version__"]
 
-__version__ = "0.1.0"
+try:
+    __version__ = version("veredito")  # one place for it: pyproject.toml
+except PackageNotFoundError:  # a checkout that was never installed
+    __version__ = "0+unknown"

@@ -30,27 +30,18 @@ class ReplayReport:
     repeats: int = 0  # records of a triple already replayed in this run (dropped)
 
 
-def _envelope(body: bytes) -> dict[str, Any] | None:
+def _read(body: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """(the original envelope, the record's triple id) of a dead message; None where absent."""
     try:
         value = json.loads(body)
     except ValueError:
-        return None
+        return None, None
     if isinstance(value, dict) and isinstance(value.get("envelope"), dict):
-        envelope: dict[str, Any] = value["envelope"]  # our dead-letter record
-        return envelope
+        record_id = value.get("id")  # our dead-letter record
+        return value["envelope"], record_id if isinstance(record_id, str) else None
     if isinstance(value, list) and len(value) == 3 and isinstance(value[1], dict):
-        return dict(value[1])  # a Celery task message dead-lettered by the broker
-    return None
-
-
-def _record_id(body: bytes) -> str | None:
-    try:
-        value = json.loads(body)
-    except ValueError:
-        return None
-    if isinstance(value, dict) and isinstance(value.get("id"), str):
-        return str(value["id"])
-    return None
+        return dict(value[1]), None  # a Celery task message dead-lettered by the broker
+    return None, None
 
 
 def replay(broker_url: str, limit: int | None = None) -> ReplayReport:
@@ -65,11 +56,10 @@ def replay(broker_url: str, limit: int | None = None) -> ReplayReport:
             if message is None:
                 break
             body = message.body if isinstance(message.body, bytes) else message.body.encode()
-            envelope = _envelope(body)
+            envelope, record_id = _read(body)
             if envelope is None:
                 unusable.append(message)
                 continue
-            record_id = _record_id(body)
             if record_id is not None and record_id in replayed_ids:
                 # a second record of one failed triple (its worker died between publishing and
                 # marking it done, and it was judged again): one replay is enough
