@@ -11,9 +11,10 @@ Detectors run on ``digitise``-d text (numbers in words already turned into digit
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from decimal import Decimal
 from functools import cache
 
@@ -23,7 +24,7 @@ from veredito.worker.rules import gazetteer as gz
 from veredito.worker.rules.text import fold
 from veredito.worker.rules.text import stem as _stem
 
-__all__ = ["DETECTORS", "Mention", "find_mentions"]
+__all__ = ["DETECTORS", "Detector", "Mention", "detectors_for", "find_mentions"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,11 +113,12 @@ _LAW_KIND_CANON = {
 _LAW_KIND_CANON.update(
     {"rn": "resolucao", "resolucao normativa": "resolucao", "rdc": "resolucao", "sumula": "sumula"}
 )
-_ARTICLE = _ci(r"\b(?:arts?\.|artigos?)\s*(?P<number>\d+)(?:\s*[º°o])?(?:-[A-Z]\b)?")
-_PARAGRAPH = _ci(r"(?:§\s*(?P<number>\d+)\s*[º°o]?|par[aá]grafo\s+(?P<unico>[uú]nico))")
-_INCISO = re.compile(
-    r"\bincisos?\s+(?P<number>[IVXLC]+)\b|(?<=\d)(?:\s*[º°o])?,\s+(?:inc\.\s*)?(?P<after>[IVXLC]+)\b"
+_ARTICLE = _ci(
+    r"art(?<!\wart)(?:s?\.|igos?)\s*(?P<number>\d{1,3}(?:\.\d{3})+(?!\d)|\d+)(?:\s*[º°o])?(?:-[A-Z]\b)?"
 )
+_PARAGRAPH = _ci(r"(?:§\s*(?P<number>\d+)\s*[º°o]?|par[aá]grafo\s+(?P<unico>[uú]nico))")
+_INCISO = re.compile(r"inciso(?<!\winciso)s?\s+(?P<number>[IVXLC]+)\b")
+_INCISO_AFTER = re.compile(r"\d(?:\s*[º°o])?,\s+(?:inc\.\s*)?(?P<after>[IVXLC]+)\b")
 _ROMAN = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100}
 
 
@@ -138,9 +140,10 @@ def _year(two_or_four: str | None) -> int | None:
     return year
 
 
-def _trie_pattern(words: Iterable[str]) -> str:
+def _trie_pattern(words: Iterable[str], guard: str = "") -> str:
     """One regex for many literal words, factored by common prefixes (Python's ``re`` tries the
-    branches of a plain alternation one by one at every position)."""
+    branches of a plain alternation one by one at every position). ``guard`` goes after the
+    first character of every word (a lookbehind there keeps the fast scan for first letters)."""
     trie: dict[str, dict] = {}  # type: ignore[type-arg]
     for word in words:
         node = trie
@@ -148,7 +151,7 @@ def _trie_pattern(words: Iterable[str]) -> str:
             node = node.setdefault(ch, {})
         node[""] = {}
 
-    def build(node: dict[str, dict]) -> str:  # type: ignore[type-arg]
+    def build(node: dict[str, dict], top: bool = False) -> str:  # type: ignore[type-arg]
         branches = []
         optional = False
         for ch, child in sorted(node.items()):
@@ -156,7 +159,7 @@ def _trie_pattern(words: Iterable[str]) -> str:
                 optional = True
                 continue
             piece = r"[\s-]+" if ch == " " else re.escape(ch)
-            branches.append(piece + build(child))
+            branches.append(piece + (guard if top else "") + build(child))
         if not branches:
             return ""
         body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
@@ -164,7 +167,7 @@ def _trie_pattern(words: Iterable[str]) -> str:
             return "(?:" + body + ")?"
         return body
 
-    return build(trie)
+    return build(trie, top=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +188,7 @@ def _alternatives(pairs: Iterable[tuple[str, str]], boundary: str) -> _Alternati
     idents = {re.sub(r"[\s-]+", " ", name): ident for name, ident in pairs}
     if not idents:
         return None
-    pattern = re.compile(rf"(?<!{boundary})(?:{_trie_pattern(idents)})(?!\w)")
+    pattern = re.compile(rf"(?:{_trie_pattern(idents, guard=f'(?<!{boundary}.)')})(?!\w)")
     return _Alternatives(pattern, idents)
 
 
@@ -229,28 +232,32 @@ def detect_laws(text: str, folded: str) -> list[Mention]:
         )
     articles: list[int] = []
     for m in _ARTICLE.finditer(folded) if "art" in folded else ():
-        key = frozenset({f"article|{m.group('number')}"})
+        key = frozenset({f"article|{m.group('number').replace('.', '')}"})  # art. 1.350
         found.append(Mention("LEI", text[m.start() : m.end()], key, m.start(), m.end()))
         articles.append(m.end())
     for m in _PARAGRAPH.finditer(folded) if ("§" in text or "paragrafo" in folded) else ():
         value = "unico" if m.group("unico") else m.group("number")
         key = frozenset({f"paragraph|{value}"})
         found.append(Mention("LEI", text[m.start() : m.end()], key, m.start(), m.end()))
-    for m in _INCISO.finditer(text) if (articles or "inciso" in folded) else ():
-        if m.group("after") and not any(end <= m.start() <= end + 3 for end in articles):
+    incisos = list(_INCISO.finditer(text)) if "inciso" in text else []
+    if articles:
+        incisos = sorted([*incisos, *_INCISO_AFTER.finditer(text)], key=lambda m: m.start())
+    for m in incisos:
+        start = m.start() + 1 if m.re is _INCISO_AFTER else m.start()  # after the digit
+        if m.re is _INCISO_AFTER and not any(end <= start <= end + 3 for end in articles):
             continue  # "art. 12, V" names inciso V; "12, V" elsewhere does not
-        numeral = m.group("number") or m.group("after")
+        numeral = m.group("number") if m.re is _INCISO else m.group("after")
         key = frozenset({f"inciso|{_roman(numeral)}"})
-        found.append(Mention("LEI", m.group(0).lstrip(", "), key, m.start(), m.end()))
+        found.append(Mention("LEI", text[start : m.end()].lstrip(", "), key, start, m.end()))
     return found
 
 
 # ---------------------------------------------------------------------------- CNPJ_CPF_RG
 
 _CNPJ = re.compile(
-    r"(?<![\w./-])([0-9A-Z]{2}\.?[0-9A-Z]{3}\.?[0-9A-Z]{3}/?[0-9A-Z]{4}-?\d{2})(?![\w/-])"
+    r"([0-9A-Z](?<![\w./-][0-9A-Z])[0-9A-Z]\.?[0-9A-Z]{3}\.?[0-9A-Z]{3}/?[0-9A-Z]{4}-?\d{2})(?![\w/-])"
 )
-_CPF_FORMATTED = re.compile(r"(?<![\w./-])(\d{3}\.\d{3}\.\d{3}-\d{2})(?![\w/-])")
+_CPF_FORMATTED = re.compile(r"(\d(?<![\w./-]\d)\d\d\.\d{3}\.\d{3}-\d{2})(?![\w/-])")
 _CPF_CUED = _ci(r"\bCPF\b[^\d\n]{0,20}?(\d{3}\.?\d{3}\.?\d{3}-?\d{2})(?![\w/-])")
 _RG = _ci(
     r"\b(?:RG|R\.G\.|carteira de identidade|c[ée]dula de identidade|identidade)\b"
@@ -282,7 +289,8 @@ def detect_ids(text: str, folded: str) -> list[Mention]:
         )
         spans.append((m.start(1), m.end(1)))
     seen: set[int] = set()
-    for pattern, haystack in ((_CPF_FORMATTED, text), (_CPF_CUED, folded)):
+    cpfs = [(_CPF_FORMATTED, text)] + ([(_CPF_CUED, folded)] if "cpf" in folded else [])
+    for pattern, haystack in cpfs:
         for m in pattern.finditer(haystack):
             if m.start(1) in seen or any(a <= m.start(1) < b for a, b in spans):
                 continue
@@ -346,9 +354,14 @@ def detect_named(text: str, folded: str) -> list[Mention]:
     return found
 
 
+_INSTITUTION_WORD = re.compile(
+    r"Universidade|Instituto|Hospital|Tribunal|Secretaria|Ministério|Defensoria|Procuradoria"
+    r"|Agência|Conselho|Fundação"
+)
 _INSTITUTION = re.compile(
-    r"\b(?:Universidade|Instituto|Hospital|Tribunal\s+Regional|Secretaria|Ministério|Defensoria"
-    r"|Procuradoria|Agência|Conselho|Fundação)(?:\s+(?:d[aeo]s?\s+)?[A-ZÁÉÍÓÚÂÊÔÃÕÇ][\w-]+)+"
+    r"(?:U(?<!\wU)niversidade|I(?<!\wI)nstituto|H(?<!\wH)ospital|T(?<!\wT)ribunal\s+Regional"
+    r"|S(?<!\wS)ecretaria|M(?<!\wM)inistério|D(?<!\wD)efensoria|P(?<!\wP)rocuradoria"
+    r"|A(?<!\wA)gência|C(?<!\wC)onselho|F(?<!\wF)undação)(?:\s+(?:d[aeo]s?\s+)?[A-ZÁÉÍÓÚÂÊÔÃÕÇ][\w-]+)+"
 )
 
 
@@ -363,7 +376,7 @@ def detect_institutions(text: str, folded: str) -> list[Mention]:
             m.end(),
             contradictable=False,
         )
-        for m in _INSTITUTION.finditer(text)
+        for m in (_INSTITUTION.finditer(text) if _INSTITUTION_WORD.search(text) else ())
     ]
 
 
@@ -371,11 +384,11 @@ def detect_institutions(text: str, folded: str) -> list[Mention]:
 
 _UF_CODES = "|".join(gz.UFS)
 _UF_AFTER_CITY = re.compile(rf"\s*(?:/|-|–|\()\s*({_UF_CODES})\b\)?")
-_UF_STANDALONE = re.compile(
-    rf"(?:(?<=[/(])\s*|\b(?:em|no|na|do|da|de|estado\s+d[eo])\s+)({_UF_CODES})\b(?![/-]?\s*\d)"
-)
+_UF_CODE = re.compile(rf"(?:{_UF_CODES})\b(?![/-]?\s*\d)")
+# what comes before a state's code for it to name the state: "/SP", "(SP", "em SP", "estado de SP"
+_UF_CUE = re.compile(r"(?:[/(]\s*|(?<![\w])(?:em|no|na|do|da|de|estado\s+d[eo])\s+)\Z")
 _CAPITALISED_RUN = re.compile(
-    r"(?<![\w-])[A-ZÁÉÍÓÚÂÊÔÃÕÇ][\w'’]+(?:-[\w'’]+)*"
+    r"[A-ZÁÉÍÓÚÂÊÔÃÕÇ](?<![\w-].)[\w'’]+(?:-[\w'’]+)*"
     r"(?:\s+(?:d[aeo]s?\s+)?[A-ZÁÉÍÓÚÂÊÔÃÕÇ][\w'’]+(?:-[\w'’]+)*)*"
 )
 _CITY_CUE = _ci(r"(?:cidade|munic[ií]pio|prefeitura|comarca|capital)\s+(?:de\s+|d[eo]\s+)?$")
@@ -403,6 +416,9 @@ def _match_place(
     cities: dict[str, frozenset[str]],
 ) -> tuple[Mention, int] | None:
     """The longest run of tokens from ``i`` that names a place, and the token after it."""
+    first = folded[offset + tokens[i].start() : offset + tokens[i].end()].rstrip(".,;:!?)")
+    if first not in _place_first_words():
+        return None  # no state or municipality begins with this word
     for j in range(min(len(tokens), i + 7), i, -1):  # no place name has more than 7 words
         start, end = offset + tokens[i].start(), offset + tokens[j - 1].end()
         surface = text[start:end].rstrip(".,;:!?)")
@@ -447,6 +463,15 @@ def _match_place(
     return None
 
 
+@cache
+def _place_first_words() -> frozenset[str]:
+    names = [*gz.municipalities(), *_UF_NAMES]
+    return frozenset(name.split()[0] for name in names)
+
+
+_NON_SPACE = re.compile(r"\S+")
+
+
 def detect_places(text: str, folded: str) -> list[Mention]:
     cities = gz.municipalities()
     found: list[Mention] = []
@@ -454,7 +479,7 @@ def detect_places(text: str, folded: str) -> list[Mention]:
     for run in _CAPITALISED_RUN.finditer(text):
         words = run.group(0)
         # longest prefix-anchored sub-run that names a place
-        tokens = list(re.finditer(r"\S+", words))
+        tokens = list(_NON_SPACE.finditer(words))
         i = 0
         while i < len(tokens):
             matched = _match_place(text, folded, run.start(), tokens, i, cities)
@@ -465,13 +490,13 @@ def detect_places(text: str, folded: str) -> list[Mention]:
             found.append(mention)
             covered.append((mention.start, mention.end))
             i = j
-    for m in _UF_STANDALONE.finditer(text):
-        if any(a <= m.start(1) < b for a, b in covered):
+    for m in _UF_CODE.finditer(text):
+        if any(a <= m.start() < b for a, b in covered):
+            continue
+        if not _UF_CUE.search(text[max(0, m.start() - 24) : m.start()]):
             continue
         found.append(
-            Mention(
-                "GEOGRAFIA_BR", m.group(1), frozenset({f"uf|{m.group(1)}"}), m.start(1), m.end(1)
-            )
+            Mention("GEOGRAFIA_BR", m.group(0), frozenset({f"uf|{m.group(0)}"}), m.start(), m.end())
         )
     for start, end, region in _matches_names(_REGION_PATTERN, folded):
         found.append(
@@ -482,12 +507,18 @@ def detect_places(text: str, folded: str) -> list[Mention]:
 
 # ---------------------------------------------------------------------------- PRAZO_VALOR
 
-_MONEY = _ci(
-    r"(?:R\$|US\$|€)\s*(?P<a>\d{1,3}(?:\.\d{3})+|\d+)(?:,(?P<ac>\d{1,4}))?"
-    r"|(?P<b>\d{1,3}(?:\.\d{3})+|\d+)(?:,(?P<bc>\d{1,2}))?\s+(?:de\s+)?reais\b"
+# Every pattern that scans a whole text starts with a literal or a character class: Python's
+# matcher then skips to the next candidate position in C, instead of trying the whole pattern at
+# every position (a leading lookbehind, ``\b``, group or ``\d+`` defeats that; they are written
+# after the first character instead: ``\d(?<![\w.]\d)`` is ``(?<![\w.])\d``).
+_MONEY_SIGN = re.compile(
+    r"(?:\$(?<=r\$)|\$(?<=us\$)|€)\s*(?P<a>\d(?:\d{0,2}(?:\.\d{3})+|\d*))(?:,(?P<ac>\d{1,4}))?"
+)
+_MONEY_WORDS = re.compile(
+    r"(?P<b>\d(?:\d{0,2}(?:\.\d{3})+|\d*))(?:,(?P<bc>\d{1,2}))?\s+(?:de\s+)?reais\b"
     r"(?:\s+e\s+(?P<cents>\d{1,2})\s+centavos?\b)?"
 )
-_PERCENT = _ci(r"(?P<n>\d+(?:[.,]\d+)?)\s*(?:%|por\s*cento\b|por\s+100\b)")
+_PERCENT = _ci(r"(?P<n>\d\d*(?:[.,]\d+)?)\s*(?:%|por\s*cento\b|por\s+100\b)")
 _MONTHS = {
     "janeiro": 1,
     "fevereiro": 2,
@@ -516,7 +547,7 @@ _MONTH_STEMS = (
     "novembro",
     "dezembro",
 )
-_DATE_NUMERIC = re.compile(r"(?<![\d/])(?P<d>\d{1,2})/(?P<m>\d{1,2})/(?P<y>\d{4}|\d{2})(?![\d/])")
+_DATE_NUMERIC = re.compile(r"(?P<d>\d(?<![\d/]\d)\d?)/(?P<m>\d{1,2})/(?P<y>\d{4}|\d{2})(?![\d/])")
 _DATE_WORDS = _ci(
     r"(?:(?P<d>\d{1,2})\s*[º°o]?|(?P<first>primeiro))\s+de\s+(?P<month>janeiro|fevereiro|mar[cç]o|"
     r"abril|maio|junho|julho|agosto|setembro|outubro|novembro|dezembro)(?:\s+de\s+(?P<y>\d{4}))?"
@@ -543,13 +574,13 @@ _UNITS = {
     "minutos": ("minute", 1),
 }
 _DURATION = _ci(
-    r"(?P<n>\d+(?:,\d+)?)\s*(?:\(\s*[\w\s]+\s*\)\s*)?"
+    r"(?P<n>\d\d*(?:,\d+)?)\s*(?:\(\s*[\w\s]+\s*\)\s*)?"
     r"(?P<unit>dias?\s+[uú]teis|dia\s+[uú]til|dias\s+corridos|dias?|horas?|m[eê]s|meses|anos?|"
     r"semanas?|minutos?)\b"
 )
-_FRACTION = _ci(
-    r"(?<![\d/])(?P<a>\d)/(?P<b>\d{1,2})(?![\d/])|\b(?P<w>metade|um\s+ter[cç]o|(?:dois|2)\s+"
-    r"ter[cç]os|um\s+quarto|(?:tr[eê]s|3)\s+quartos)\b"
+_FRACTION = re.compile(r"(?P<a>\d(?<![\d/]\d))/(?P<b>\d{1,2})(?![\d/])")
+_FRACTION_WORD = _ci(
+    r"\b(?P<w>metade|um\s+ter[cç]o|(?:dois|2)\s+ter[cç]os|um\s+quarto|(?:tr[eê]s|3)\s+quartos)\b"
 )
 _FRACTION_WORDS = {
     "metade": (1, 2),
@@ -561,13 +592,13 @@ _FRACTION_WORDS = {
     "3 quartos": (3, 4),
 }
 _COUNT = re.compile(
-    r"(?<![\w.,/])(?P<n>\d+(?:,\d+)?)\s+(?P<noun>[a-záéíóúâêôãõç]{3,}(?:\s+m[ií]nimos?)?)\b"
+    r"(?P<n>\d(?<![\w.,/]\d)\d*(?:,\d+)?)\s+(?P<noun>[a-záéíóúâêôãõç]{3,}(?:\s+m[ií]nimos?)?)\b"
 )
 _NOT_COUNT_NOUNS = frozenset(
     "de do da dos das por para com sem que ate e ou ao aos mil".split() + list(_MONTHS)
 )
-_YEAR = re.compile(r"(?<![\d.,/])(?P<y>(?:19|20)\d{2})(?![\d/]|[.,]\d)")
-_BIG_NUMBER = re.compile(r"(?<![\w.,/$])(?P<n>\d[\d .-]{2,}\d|\d{3,})(?![\w/%]|[.,]\d)")
+_YEAR = re.compile(r"(?P<y>(?:19|20)(?<![\d.,/]\d\d)\d{2})(?![\d/]|[.,]\d)")
+_BIG_NUMBER = re.compile(r"(?P<n>\d(?<![\w.,/$]\d)(?:[\d .-]{2,}\d|\d{2,}))(?![\w/%]|[.,]\d)")
 
 
 def _cents(integer: str, fraction: str | None) -> str:
@@ -580,30 +611,42 @@ def _cents(integer: str, fraction: str | None) -> str:
 
 def detect_amounts(text: str, folded: str) -> list[Mention]:
     found: list[Mention] = []
-    spans: list[tuple[int, int]] = []
+    taken = bytearray(len(text))  # 1 where an amount was found
 
     def add(m: re.Match[str], keys: set[str], extra: Iterable[str] = ()) -> None:
+        start, end = m.span()
         found.append(
             Mention(
                 "PRAZO_VALOR",
-                text[m.start() : m.end()].strip(),
+                text[start:end].strip(),
                 frozenset(keys),
-                m.start(),
-                m.end(),
+                start,
+                end,
                 extra=frozenset(extra),
             )
         )
-        spans.append((m.start(), m.end()))
+        taken[start:end] = b"\x01" * (end - start)
 
     def free(m: re.Match[str]) -> bool:
-        return not any(a < m.end() and m.start() < b for a, b in spans)
+        return taken.find(1, m.start(), m.end()) < 0
 
     has_month = any(month in folded for month in _MONTH_STEMS)
-    for m in _MONEY.finditer(folded) if ("$" in text or "reais" in folded) else ():
-        cents = _cents(
-            m.group("a") or m.group("b"), m.group("ac") or m.group("bc") or m.group("cents")
+    for m in _MONEY_SIGN.finditer(folded) if ("$" in text or "€" in text) else ():
+        start = m.start() - (2 if folded.startswith("us$", m.start() - 2) else 1)
+        if folded[m.start()] == "€":
+            start = m.start()
+        found.append(
+            Mention(
+                "PRAZO_VALOR",
+                text[start : m.end()].strip(),
+                frozenset({f"money|{_cents(m.group('a'), m.group('ac'))}"}),
+                start,
+                m.end(),
+            )
         )
-        add(m, {f"money|{cents}"})
+        taken[start : m.end()] = b"\x01" * (m.end() - start)
+    for m in _MONEY_WORDS.finditer(folded) if "reais" in folded else ():
+        add(m, {f"money|{_cents(m.group('b'), m.group('bc') or m.group('cents'))}"})
     for m in _PERCENT.finditer(folded) if ("%" in text or "por 100" in folded) else ():
         if free(m):
             value = float(m.group("n").replace(",", "."))
@@ -643,15 +686,14 @@ def detect_amounts(text: str, folded: str) -> list[Mention]:
         unit, factor = _UNITS[re.sub(r"\s+", " ", fold(m.group("unit")))]
         value = float(m.group("n").replace(",", ".")) * factor
         add(m, {f"duration:{unit}|{value:g}"})
-    for m in (
-        _FRACTION.finditer(folded)
-        if ("/" in text or "metade" in folded or "terc" in folded or "quart" in folded)
-        else ()
-    ):
+    fractions: Iterable[re.Match[str]] = _FRACTION.finditer(folded) if "/" in text else ()
+    if "metade" in folded or "terc" in folded or "quart" in folded:
+        fractions = sorted([*fractions, *_FRACTION_WORD.finditer(folded)], key=lambda m: m.start())
+    for m in fractions:
         if free(m):
             a, b = (
                 (int(m.group("a")), int(m.group("b")))
-                if m.group("a")
+                if m.re is _FRACTION
                 else _FRACTION_WORDS[re.sub(r"\s+", " ", fold(m.group("w")))]
             )
             if b:
@@ -683,7 +725,7 @@ def detect_amounts(text: str, folded: str) -> list[Mention]:
                         contradictable=False,
                     )
                 )
-                spans.append((m.start(), m.end()))
+                taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
     return [_with_number(m) for m in found]
 
 
@@ -700,7 +742,16 @@ def _with_number(mention: Mention) -> Mention:
                 extra.add(f"number|{int(number)}")
     if not extra - mention.extra:
         return mention
-    return replace(mention, extra=frozenset(extra))
+    return Mention(
+        mention.category,
+        mention.text,
+        mention.keys,
+        mention.start,
+        mention.end,
+        mention.contradictable,
+        mention.invalid,
+        frozenset(extra),
+    )
 
 
 DETECTORS: tuple[Callable[[str, str], list[Mention]], ...] = (
@@ -713,15 +764,65 @@ DETECTORS: tuple[Callable[[str, str], list[Mention]], ...] = (
 )
 
 
-def find_mentions(text: str) -> list[Mention]:
-    """Every mention in ``text`` (already digitised), without overlaps: IDs and laws first."""
+Detector = Callable[[str, str], list[Mention]]
+
+# Which detectors can find, in a context, a mention that bears on an answer's mention of each
+# kind: the ones that give keys of that kind, and the earlier ones whose mentions would otherwise
+# be taken for it (a CNPJ's digits for amounts, a law's date for a date, "Universidade Federal de
+# Pernambuco" for a state).
+_FOR_KIND: dict[str, frozenset[Detector]] = {}
+_LAWS = frozenset({detect_laws, detect_named})
+_BODIES = frozenset({detect_laws, detect_named, detect_institutions})
+_AMOUNTS = frozenset({detect_ids, detect_laws, detect_amounts})
+_PLACES = frozenset({detect_ids, detect_laws, detect_named, detect_institutions, detect_places})
+for _kinds, _detectors in (
+    (("cnpj", "cpf", "rg"), frozenset({detect_ids})),
+    (("law", "lawyear", "article", "paragraph", "inciso"), _LAWS),
+    (("body", "programme"), _BODIES),
+    (("city", "uf", "region"), _PLACES),
+    (("money", "percent", "date", "daymonth", "daymonth_free", "monthyear", "number"), _AMOUNTS),
+    (("year",), _AMOUNTS),
+):
+    for _kind in _kinds:
+        _FOR_KIND[_kind] = _detectors
+
+
+def detectors_for(mentions: Iterable[Mention]) -> tuple[Detector, ...]:
+    """The detectors a context needs to judge ``mentions`` (in their order of precedence)."""
+    wanted: set[Detector] = set()
+    for mention in mentions:
+        for kind in mention.kinds:
+            wanted.update(_FOR_KIND.get(kind) or _FOR_KIND.get(kind.partition(":")[0]) or DETECTORS)
+            if len(wanted) == len(DETECTORS):
+                return DETECTORS
+    return tuple(d for d in DETECTORS if d in wanted)
+
+
+_FOR_KIND["duration"] = _FOR_KIND["count"] = _AMOUNTS
+
+
+def find_mentions(text: str, detectors: Iterable[Detector] = DETECTORS) -> list[Mention]:
+    """Every mention in ``text`` (already digitised), without overlaps: IDs and laws first.
+    ``detectors`` (in the order of :data:`DETECTORS`) restricts the search to some kinds."""
     folded = _fold_same_length(text)
-    taken: list[tuple[int, int]] = []
+    starts: list[int] = []  # the spans taken so far, disjoint and in order
+    ends: list[int] = []
     result: list[Mention] = []
-    for detect in DETECTORS:
-        for mention in sorted(detect(text, folded), key=lambda m: (m.start, -m.end)):
-            if any(a < mention.end and mention.start < b for a, b in taken):
-                continue
+    for detect in detectors:
+        for mention in sorted(detect(text, folded), key=_span_order):
+            i = bisect.bisect_left(starts, mention.end)
+            if i and ends[i - 1] > mention.start:
+                continue  # overlaps the taken span that starts last before this one ends
+            starts.insert(i, mention.start)
+            ends.insert(i, mention.end)
             result.append(mention)
-            taken.append((mention.start, mention.end))
-    return sorted(result, key=lambda m: m.start)
+    result.sort(key=_start)
+    return result
+
+
+def _span_order(mention: Mention) -> tuple[int, int]:
+    return mention.start, -mention.end
+
+
+def _start(mention: Mention) -> int:
+    return mention.start

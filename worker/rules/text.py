@@ -81,11 +81,22 @@ _SCALE = {
 _SCALED = re.compile(
     r"(\d+(?:[.,]\d+)?)\s+(mil|milh[aã]o|milh[oõ]es|mi|bilh[aã]o|bilh[oõ]es|bi)\b", re.IGNORECASE
 )
+_NUMBER_WORDS = (
+    "um uma dois duas três tres quatro cinco seis sete oito nove dez onze doze treze quatorze "
+    "catorze quinze dezesseis dezessete dezoito dezenove vinte trinta quarenta cinquenta sessenta "
+    "setenta oitenta noventa cem cento duzent trezent quatrocent quinhent seiscent setecent "
+    "oitocent novecent mil"
+).split()
+# a word that begins like a number (``\b(?:um|uma|dois|...)``), written so that the matcher
+# skips in C to the letters that can begin one: the word boundary is checked after the first
+# letter
+_BY_FIRST: dict[str, list[str]] = {}
+for _word in _NUMBER_WORDS:
+    _BY_FIRST.setdefault(_word[0], []).append(re.escape(_word[1:]))
 _NUMBER_WORD = re.compile(
-    r"\b(?:um|uma|dois|duas|tr[eê]s|quatro|cinco|seis|sete|oito|nove|dez|onze|doze|treze|"
-    r"quatorze|catorze|quinze|dezesseis|dezessete|dezoito|dezenove|vinte|trinta|quarenta|"
-    r"cinquenta|sessenta|setenta|oitenta|noventa|cem|cento|duzent|trezent|quatrocent|quinhent|"
-    r"seiscent|setecent|oitocent|novecent|mil)",
+    "(?:"
+    + "|".join(f"{first}(?<!\\w.)(?:{'|'.join(rest)})" for first, rest in _BY_FIRST.items())
+    + ")"
 )
 
 
@@ -134,7 +145,10 @@ def split_sentences(text: str) -> list[str]:
     start = 0
     for match in _BOUNDARY.finditer(text):
         candidate = text[start : match.start()].rstrip()
-        if _ENDS_WITH_ABBREVIATION.search(candidate) or _ENDS_WITH_INITIAL.search(candidate):
+        tail = max(0, len(candidate) - 12)  # no abbreviation is longer; "^" still means the start
+        if _ENDS_WITH_ABBREVIATION.search(candidate, tail) or _ENDS_WITH_INITIAL.search(
+            candidate, tail
+        ):
             continue
         pieces.append(candidate)
         start = match.end()
@@ -174,6 +188,22 @@ def stem(word: str) -> str:
     return str(_stemmer.stemWord(word))
 
 
+# folded word -> its stem, or "" for a word that carries no content; bounded (cleared when full)
+_CONTENT: dict[str, str] = {}
+_CONTENT_MAX = 200_000
+
+
 def content_stems(text: str) -> list[str]:
     """Stems of the content words of ``text`` (folded; stop words and 1-letter words dropped)."""
-    return [stem(w) for w in _WORD.findall(fold(text)) if len(w) > 1 and w not in STOPWORDS]
+    out = []
+    known = _CONTENT
+    for word in _WORD.findall(fold(text)):
+        found = known.get(word)
+        if found is None:
+            found = "" if len(word) < 2 or word in STOPWORDS else stem(word)
+            if len(known) >= _CONTENT_MAX:
+                known.clear()
+            known[word] = found
+        if found:
+            out.append(found)
+    return out
