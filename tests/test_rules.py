@@ -43,6 +43,7 @@ def keys(text: str, category: str | None = None) -> set[str]:
         ("Art. 49 do CDC", "LEI", "article|49"),
         ("artigo 5º, inciso X", "LEI", "inciso|10"),
         ("art. 12, V, da lei", "LEI", "inciso|5"),
+        ("art. 1.350 do Código Civil", "LEI", "article|1350"),
         ("§ 1º do art. 18", "LEI", "paragraph|1"),
         ("a Constituição Federal", "LEI", "law|code:cf"),
         ("a Lei do Inquilinato", "LEI", "law|lei:8245"),
@@ -284,3 +285,59 @@ def test_devset_is_large_and_covers_every_category() -> None:
         # bodies and programmes are never "another value" of each other (see worker.rules.engine)
         assert (category, "contradicted") in seen or category in ("ENTIDADE_BR", "POLITICA")
     assert sum(not r["labels"]["hallucinated"] for r in rows) >= 60
+
+
+# -- reading only what the answer needs ------------------------------------------------------
+
+
+def _triples() -> list[dict[str, object]]:
+    import json
+
+    from bench.corpus import triples
+
+    rows: list[dict[str, object]] = list(triples(300, seed=11))
+    for name in ("devset", "holdout", "holdout2"):
+        lines = (ROOT / "tests" / "data" / f"{name}.jsonl").read_text("utf-8").splitlines()
+        rows += [json.loads(line) for line in lines]
+    return rows
+
+
+def test_probes_find_every_clause_that_holds_a_key() -> None:
+    """The answer-driven index reads only the clauses holding a probe of the answer's keys; a
+    clause with a mention of that key must hold one of its probes (else the index misses it)."""
+    from veredito.worker.rules.detectors import _fold_same_length
+    from veredito.worker.rules.engine import _chunk_text
+    from veredito.worker.rules.probes import probes, tokens
+
+    checked = 0
+    for row in _triples():
+        for chunk in row["context"]:  # type: ignore[attr-defined]
+            for clause in _chunk_text(chunk).clauses:
+                clause_tokens = tokens(_fold_same_length(clause))
+                for mention in find_mentions(digitise(clause)):
+                    for key in mention.keys | mention.extra:
+                        found = probes(key)
+                        if found is not None:
+                            checked += 1
+                            assert found & clause_tokens, (key, clause)
+    assert checked > 5000
+
+
+def test_answer_driven_judging_equals_reading_the_whole_context() -> None:
+    differ = []
+    rows = _triples()
+    for row in rows:
+        chunks, answer = row["context"], str(row["answer"])
+        fast = judge_answer(answer, chunks)  # type: ignore[arg-type]
+        whole = judge_answer(answer, index_context(chunks))  # type: ignore[arg-type]
+        seen = [(c.text, c.verdict, c.category, c.chunk_idx) for c in fast]
+        if seen != [(c.text, c.verdict, c.category, c.chunk_idx) for c in whole]:
+            differ.append(answer)
+        fast_checks = check_text(answer, chunks)  # type: ignore[arg-type]
+        whole_checks = check_text(answer, index_context(chunks))  # type: ignore[arg-type]
+        if [(c.status, c.finding) for c in fast_checks] != [
+            (c.status, c.finding) for c in whole_checks
+        ]:
+            differ.append(answer)
+    assert len(rows) > 600
+    assert differ == []

@@ -14,7 +14,7 @@ from typing import Literal
 from veredito.producer.triple import Triple
 from veredito.worker.judges.base import Judge, Judgement
 from veredito.worker.metrics import Metrics
-from veredito.worker.rules import check_texts, index_context
+from veredito.worker.rules import check_texts
 from veredito.worker.verdict import JudgeInfo, RuleFinding
 
 __all__ = ["CrossCheckedJudge"]
@@ -39,9 +39,8 @@ class CrossCheckedJudge:
         judgement = await self._inner.judge(triple)
         if not judgement.claims:
             return judgement
-        ctx = index_context(triple.context)
         grounded = [i for i, claim in enumerate(judgement.claims) if claim.verdict == "grounded"]
-        checked = check_texts([judgement.claims[i].text for i in grounded], ctx)
+        checked = check_texts([judgement.claims[i].text for i in grounded], triple.context)
         for i, checks in zip(grounded, checked, strict=True):
             claim = judgement.claims[i]
             bad = [c for c in checks if c.status != "grounded"]

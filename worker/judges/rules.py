@@ -6,7 +6,7 @@ from collections import Counter
 
 from veredito.producer.triple import Triple
 from veredito.worker.judges.base import Judgement
-from veredito.worker.rules import index_context, judge_answer
+from veredito.worker.rules import judge_answer
 from veredito.worker.verdict import Claim, JudgeInfo, RuleFinding
 
 __all__ = ["RULES_VERSION", "RulesJudge"]
@@ -30,10 +30,9 @@ class RulesJudge:
 
 
 def judge_triple(triple: Triple) -> Judgement:
-    ctx = index_context(triple.context)
     claims: list[Claim] = []
     findings: list[RuleFinding] = []
-    for i, judged in enumerate(judge_answer(triple.answer, ctx)):
+    for i, judged in enumerate(judge_answer(triple.answer, triple.context)):
         claims.append(
             Claim(
                 text=judged.text,

@@ -16,15 +16,32 @@ category GENERICA. A claim saying the context does not say something is grounded
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
-from veredito.worker.rules.detectors import Mention, find_mentions
+from veredito.worker.rules.detectors import (
+    DETECTORS,
+    Detector,
+    Mention,
+    _fold_same_length,
+    detectors_for,
+    find_mentions,
+)
+from veredito.worker.rules.probes import probes, tokens
 from veredito.worker.rules.text import content_stems, digitise, fold, split_sentences
 
-__all__ = ["Check", "ClaimJudgement", "ContextIndex", "check_text", "index_context", "judge_answer"]
+__all__ = [
+    "Check",
+    "ClaimJudgement",
+    "ContextIndex",
+    "check_text",
+    "check_texts",
+    "index_context",
+    "judge_answer",
+]
 
 # lexical support (share of a claim's content stems found in the context)
 INVENTED_BELOW = 0.15
@@ -56,23 +73,53 @@ _SLOT_IGNORE = frozenset(content_stems("dia dias hora horas mes meses ano anos p
 
 @dataclass(frozen=True, slots=True)
 class Slot:
-    """A context amount and the content stems of the clause it sits in."""
+    """A context amount and the clause it sits in (digitised)."""
 
     keys: frozenset[str]
     kinds: frozenset[str]
-    stems: frozenset[str]
+    clause: str
+
+    @property
+    def stems(self) -> frozenset[str]:
+        """The clause's content stems (computed when asked: few slots are ever compared)."""
+        return _slot_stems(self.clause)
 
 
-@dataclass(frozen=True, slots=True)
 class ContextIndex:
-    chunks: tuple[str, ...]
-    keys: frozenset[str]
-    kinds: frozenset[str]
-    chunk_keys: tuple[frozenset[str], ...]
-    chunk_stems: tuple[frozenset[str], ...]
-    stems: frozenset[str]
-    folded: str
-    slots: tuple[Slot, ...] = ()
+    """What the judge knows of a context. ``complete`` is false when only the clauses holding a
+    probe of the answer's mentions were read (:func:`_probed_index`): the keys found are then
+    all in the context, but a key, kind or amount not found may still be there. Words and the
+    folded text are computed when first asked for (the cross-check never asks)."""
+
+    def __init__(
+        self,
+        chunks: tuple[str, ...],
+        chunk_keys: tuple[frozenset[str], ...],
+        slots: tuple[Slot, ...],
+        complete: bool,
+    ) -> None:
+        self.chunks = chunks
+        self.chunk_keys = chunk_keys
+        self.keys: frozenset[str] = frozenset().union(*chunk_keys)
+        self.kinds = frozenset(k.partition("|")[0] for k in self.keys)
+        self.slots = slots
+        self.complete = complete
+
+    @cached_property
+    def chunk_stems(self) -> tuple[frozenset[str], ...]:
+        return tuple(_chunk_stems(chunk) for chunk in self.chunks)
+
+    @cached_property
+    def stems(self) -> frozenset[str]:
+        return frozenset().union(*self.chunk_stems)
+
+    @cached_property
+    def folded(self) -> str:
+        return fold(" \n ".join(self.chunks))
+
+
+class _Incomplete(Exception):
+    """A partial index cannot decide this mention: read the whole context."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,66 +142,126 @@ _CLAUSE_END = re.compile(r"[;:]\s+|\.\s+(?=[A-ZÁÉÍÓÚÂÊÔÃÕÇ])")
 
 
 @dataclass(frozen=True, slots=True)
+class _ChunkText:
+    """A chunk cut into clauses, with the probe tokens of each clause."""
+
+    clauses: tuple[str, ...]
+    tokens: tuple[frozenset[bytes], ...]
+
+
+@lru_cache(maxsize=8192)
+def _chunk_text(chunk: str) -> _ChunkText:
+    """Cached: a RAG app retrieves the same chunks again and again."""
+    bounds = [0] + [m.end() for m in _CLAUSE_END.finditer(chunk)] + [len(chunk)]
+    pairs = [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+    folded = _fold_same_length(chunk)
+    return _ChunkText(
+        tuple(chunk[a:b] for a, b in pairs), tuple(tokens(folded[a:b]) for a, b in pairs)
+    )
+
+
+@lru_cache(maxsize=8192)
+def _chunk_stems(chunk: str) -> frozenset[str]:
+    return frozenset(content_stems(chunk))
+
+
+@dataclass(frozen=True, slots=True)
 class _ChunkIndex:
     keys: frozenset[str]
-    stems: frozenset[str]
     slots: tuple[Slot, ...]
 
 
 @lru_cache(maxsize=8192)
-def _index_chunk(chunk: str) -> _ChunkIndex:
-    """What the judge needs of one chunk. Cached: a RAG app retrieves the same chunks again and
-    again, and a chunk's index does not depend on the question or the answer."""
+def _index_clauses(clauses: tuple[str, ...], detectors: tuple[Detector, ...]) -> _ChunkIndex:
+    """The mentions ``detectors`` find in some clauses of a chunk (one pass over all of them),
+    and their amounts with the words of the clause each sits in. Cached: a RAG app retrieves the
+    same chunks again and again."""
+    digitised = [digitise(c) for c in clauses]
     keys: set[str] = set()
     slots: list[Slot] = []
-    text = digitise(chunk)
-    bounds = [m.end() for m in _CLAUSE_END.finditer(text)] + [len(text)]
-    clause_stems: dict[int, frozenset[str]] = {}
-    for mention in find_mentions(text):
-        keys |= mention.keys | mention.extra
-        if any(k.startswith(_SLOT_KINDS) for k in mention.keys):
-            clause = bisect.bisect_right(bounds, mention.start)
-            if clause not in clause_stems:
-                start = bounds[clause - 1] if clause else 0
-                clause_stems[clause] = _slot_stems(
-                    text[start : bounds[min(clause, len(bounds) - 1)]]
-                )
-            slots.append(Slot(mention.keys, mention.kinds, clause_stems[clause]))
-    return _ChunkIndex(frozenset(keys), frozenset(content_stems(chunk)), tuple(slots))
+    for i, mentions in enumerate(_mentions_per_text(digitised, detectors)):
+        for mention in mentions:
+            keys |= mention.keys | mention.extra
+            if any(k.startswith(_SLOT_KINDS) for k in mention.keys):
+                slots.append(Slot(mention.keys, mention.kinds, digitised[i]))
+    return _ChunkIndex(frozenset(keys), tuple(slots))
 
 
-def index_context(chunks: Sequence[str]) -> ContextIndex:
-    indexed = [_index_chunk(chunk) for chunk in chunks]
-    all_keys = frozenset().union(*(c.keys for c in indexed))
-    return ContextIndex(
-        chunks=tuple(chunks),
-        keys=all_keys,
-        kinds=frozenset(k.partition("|")[0] for k in all_keys),
-        chunk_keys=tuple(c.keys for c in indexed),
-        chunk_stems=tuple(c.stems for c in indexed),
-        stems=frozenset().union(*(c.stems for c in indexed)),
-        folded=fold(" \n ".join(chunks)),
-        slots=tuple(slot for c in indexed for slot in c.slots),
-    )
+def index_context(
+    chunks: Sequence[str], detectors: tuple[Detector, ...] = DETECTORS
+) -> ContextIndex:
+    """The context's mentions (those ``detectors`` find: by default every kind), words and
+    amounts. :func:`judge_answer` and :func:`check_texts` given the chunks themselves index only
+    what the answer's mentions need."""
+    return _build(chunks, detectors, None, complete=True)
 
 
+def _probed_index(
+    chunks: Sequence[str], detectors: tuple[Detector, ...], mentions: Sequence[Mention]
+) -> tuple[ContextIndex, frozenset[bytes] | None]:
+    """An index of the clauses that hold a probe of one of ``mentions``' keys (the whole context
+    when one of the keys has no probes), and the probes."""
+    wanted: set[bytes] = set()
+    for mention in mentions:
+        for key in mention.keys:
+            found = probes(key)
+            if found is None:
+                return _build(chunks, detectors, None, complete=True), None
+            wanted |= found
+    probed = frozenset(wanted)
+    return _build(chunks, detectors, probed, complete=False), probed
+
+
+def _build(
+    chunks: Sequence[str],
+    detectors: tuple[Detector, ...],
+    wanted: frozenset[bytes] | None,
+    complete: bool,
+) -> ContextIndex:
+    """Index the clauses that hold one of the ``wanted`` tokens (all when ``None``); when
+    ``complete``, the others too, apart (so that the probed ones come from the cache)."""
+    chunk_keys: list[frozenset[str]] = []
+    slots: list[Slot] = []
+    for chunk in chunks:
+        text = _chunk_text(chunk)
+        if wanted is None:
+            groups = [text.clauses]
+        else:
+            hit = [not wanted.isdisjoint(t) for t in text.tokens]
+            groups = [tuple(c for c, h in zip(text.clauses, hit, strict=True) if h)]
+            if complete:
+                groups.append(tuple(c for c, h in zip(text.clauses, hit, strict=True) if not h))
+        keys: frozenset[str] = frozenset()
+        for clauses in groups:
+            if detectors and clauses:
+                indexed = _index_clauses(clauses, detectors)
+                keys |= indexed.keys
+                slots.extend(indexed.slots)
+        chunk_keys.append(keys)
+    return ContextIndex(tuple(chunks), tuple(chunk_keys), tuple(slots), complete or not detectors)
+
+
+@lru_cache(maxsize=8192)
 def _slot_stems(text: str) -> frozenset[str]:
     return frozenset(s for s in content_stems(text) if not s.isdigit()) - _SLOT_IGNORE
 
 
-def _wrong_slot(mention: Mention, claim_stems: frozenset[str], ctx: ContextIndex) -> bool:
-    """The value is in the context, but for something else: the claim's words sit with another
-    value of the same kind ("parto ... 180 dias" where the context says "300 dias para partos ...;
-    180 dias para os demais casos")."""
-    if not claim_stems or not any(k.startswith(_SLOT_KINDS) for k in mention.keys):
+def _wrong_slot(mention: Mention, claim: str, ctx: ContextIndex) -> bool:
+    """The value is in the context, but for something else: the claim's (``claim``, digitised)
+    words sit with another value of the same kind ("parto ... 180 dias" where the context says
+    "300 dias para partos ...; 180 dias para os demais casos")."""
+    if not claim or not ctx.slots or not any(k.startswith(_SLOT_KINDS) for k in mention.keys):
         return False
-    same = [len(claim_stems & s.stems) for s in ctx.slots if s.keys & mention.keys]
-    other = [
-        len(claim_stems & s.stems)
-        for s in ctx.slots
-        if s.kinds & mention.kinds and not s.keys & mention.keys
-    ]
-    return bool(same and other) and max(same) == 0 and max(other) >= 1
+    claim_stems = _slot_stems(claim)
+    if not claim_stems:
+        return False
+    keys, kinds = mention.keys, mention.kinds
+    same = [len(claim_stems & s.stems) for s in ctx.slots if s.keys & keys]
+    if not same or max(same):
+        return False
+    if not ctx.complete:
+        raise _Incomplete  # the amounts of the same kind that were not read may decide
+    return any(claim_stems & s.stems for s in ctx.slots if s.kinds & kinds and not s.keys & keys)
 
 
 def _grounded_by_parts(mention: Mention, ctx: ContextIndex) -> bool:
@@ -168,13 +275,16 @@ def _grounded_by_parts(mention: Mention, ctx: ContextIndex) -> bool:
     return False
 
 
-def _check(mention: Mention, ctx: ContextIndex, claim_stems: frozenset[str] = frozenset()) -> Check:
+def _check(mention: Mention, ctx: ContextIndex, claim: str = "") -> Check:
+    """``mention`` of the digitised ``claim`` checked against the context."""
     if mention.keys & ctx.keys or _grounded_by_parts(mention, ctx):
-        if _year_conflict(mention, ctx) or _wrong_slot(mention, claim_stems, ctx):
+        if _year_conflict(mention, ctx) or _wrong_slot(mention, claim, ctx):
             return Check(mention, "contradicted", "conflicts_with_context")
         return Check(mention, "grounded", None)
     if not mention.contradictable and fold(mention.text) in ctx.folded:
         return Check(mention, "grounded", None)  # named in a way the detectors did not catch
+    if mention.contradictable and not ctx.complete:
+        raise _Incomplete  # another value of its kind may be in a clause that was not read
     if mention.contradictable and mention.kinds & ctx.kinds:
         status, finding = "contradicted", "conflicts_with_context"
     else:
@@ -195,32 +305,49 @@ def _year_conflict(mention: Mention, ctx: ContextIndex) -> bool:
     )
 
 
-def check_text(text: str, ctx: ContextIndex) -> list[Check]:
+def check_text(text: str, ctx: ContextIndex | Sequence[str]) -> list[Check]:
     """Every mention in ``text`` checked against the context."""
     return check_texts([text], ctx)[0]
 
 
-def check_texts(texts: Sequence[str], ctx: ContextIndex) -> list[list[Check]]:
-    """:func:`check_text` for many texts, with one pass of the detectors over all of them."""
+def check_texts(texts: Sequence[str], ctx: ContextIndex | Sequence[str]) -> list[list[Check]]:
+    """:func:`check_text` for many texts, with one pass of the detectors over all of them.
+    ``ctx`` may be the context's chunks: then only what the texts' mentions need is indexed."""
     digitised = [digitise(t) for t in texts]
     per_text = _mentions_per_text(digitised)
-    return [
-        [_check(mention, ctx, _slot_stems(digits)) for mention in mentions]
-        for digits, mentions in zip(digitised, per_text, strict=True)
-    ]
+    if isinstance(ctx, ContextIndex):
+        return [
+            [_check(mention, ctx, digits) for mention in mentions]
+            for digits, mentions in zip(digitised, per_text, strict=True)
+        ]
+    chunks = ctx
+    mentions = [m for ms in per_text for m in ms]
+    detectors = detectors_for(mentions)
+    ctx, wanted = _probed_index(chunks, detectors, mentions)
+    while True:
+        try:
+            return [
+                [_check(mention, ctx, digits) for mention in mentions]
+                for digits, mentions in zip(digitised, per_text, strict=True)
+            ]
+        except _Incomplete:
+            ctx = _build(chunks, detectors, wanted, complete=True)
 
 
 _SEPARATOR = "\x1f"  # neither a word character nor a space: no pattern runs across it
 
 
-def _mentions_per_text(digitised: Sequence[str]) -> list[list[Mention]]:
+def _mentions_per_text(
+    digitised: Sequence[str], detectors: tuple[Detector, ...] = DETECTORS
+) -> list[list[Mention]]:
+    """The mentions of each text, found in one pass over all of them."""
     starts = []
     offset = 0
     for d in digitised:
         starts.append(offset)
         offset += len(d) + 1
     per_text: list[list[Mention]] = [[] for _ in digitised]
-    for mention in find_mentions(_SEPARATOR.join(digitised)):
+    for mention in find_mentions(_SEPARATOR.join(digitised), detectors):
         per_text[bisect.bisect_right(starts, mention.start) - 1].append(mention)
     return per_text
 
@@ -245,8 +372,7 @@ def judge_claim(
     if mentions is None or digits is None:
         checks = check_text(text, ctx)
     else:
-        claim_stems = _slot_stems(digits)
-        checks = [_check(m, ctx, claim_stems) for m in mentions]
+        checks = [_check(m, ctx, digits) for m in mentions]
     grounded_keys = {k for c in checks if c.status == "grounded" for k in c.mention.keys}
     for status in ("contradicted", "invented"):
         bad = [c for c in checks if c.status == status]
@@ -263,12 +389,30 @@ def judge_claim(
     return ClaimJudgement(text, "grounded", None, chunk, checks)
 
 
-def judge_answer(answer: str, ctx: ContextIndex) -> list[ClaimJudgement]:
-    """Judge each sentence of ``answer``; the detectors run once over all of them."""
+def judge_answer(answer: str, ctx: ContextIndex | Sequence[str]) -> list[ClaimJudgement]:
+    """Judge each sentence of ``answer``; the detectors run once over all of them. ``ctx`` may
+    be the context's chunks: the answer's mentions are found first, and the context is searched
+    only for mentions of the kinds they are (a context's amounts do not matter to an answer
+    without amounts)."""
     sentences = split_sentences(answer)
     digitised = [digitise(s) for s in sentences]
     per_sentence = _mentions_per_text(digitised)
-    return [
-        judge_claim(sentence, ctx, mentions, digits)
-        for sentence, digits, mentions in zip(sentences, digitised, per_sentence, strict=True)
-    ]
+    if isinstance(ctx, ContextIndex):
+        return [
+            judge_claim(sentence, ctx, mentions, digits)
+            for sentence, digits, mentions in zip(sentences, digitised, per_sentence, strict=True)
+        ]
+    chunks = ctx
+    mentions = [m for ms in per_sentence for m in ms]
+    detectors = detectors_for(mentions)
+    ctx, wanted = _probed_index(chunks, detectors, mentions)
+    while True:
+        try:
+            return [
+                judge_claim(sentence, ctx, mentions, digits)
+                for sentence, digits, mentions in zip(
+                    sentences, digitised, per_sentence, strict=True
+                )
+            ]
+        except _Incomplete:
+            ctx = _build(chunks, detectors, wanted, complete=True)  # cannot raise again
