@@ -127,3 +127,11 @@ def test_secrets_and_answers_stay_out_of_logs(
     assert "evaluation failed" in logged
     for secret in ("sk-segredo-123", "529.982.247-25", "Desculpe", "Você é um avaliador"):
         assert secret not in logged
+
+
+def test_run_to_dev_null_is_not_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--out /dev/null`` (a benchmark, a dry run) cannot be fsynced; nothing to make durable."""
+    monkeypatch.delenv("VEREDITO_LLM_BASE_URL", raising=False)
+    monkeypatch.delenv("VEREDITO_LLM_API_KEY", raising=False)
+    code = main(["run", str(EXAMPLES), "--out", os.devnull, "--judge", "rules", "--no-progress"])
+    assert code == 0

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import signal
+import stat
 import sys
 import time
 from dataclasses import dataclass
@@ -99,7 +100,9 @@ def collect(
     else:
         path = Path(out_path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        sink = ResultsSink(path.open("ab"), _known_ids(path), durable=True)
+        out = path.open("ab")
+        regular = stat.S_ISREG(os.fstat(out.fileno()).st_mode)  # not /dev/null, not a FIFO
+        sink = ResultsSink(out, _known_ids(path) if regular else set(), durable=regular)
 
     stopping = False
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 import sys
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Iterable
@@ -142,5 +143,15 @@ async def run_lines(
                 task.cancel()
             await judge.aclose()
     if out is not sys.stdout:
-        os.fsync(out.fileno())
+        _sync(out)
     return summary
+
+
+def _sync(out: IO[str]) -> None:
+    """A file on disk before we say done; nothing to do for /dev/null, a pipe, a StringIO."""
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
+        return
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        os.fsync(fd)
