@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/throughput.py [--n 4000] [--concurrency 200] [--latency 0.2]
                                          [--broker amqp://guest:guest@127.0.0.1:5672//]
+                                         [--triples corpus|repeated] [--cross-check flag|off|both]
 
 1. Starts the local OpenAI-compatible test server (tests/llm_server.py) in its own process,
    answering every request after ``--latency`` seconds.
@@ -12,7 +13,10 @@
    ``veredito.verdicts`` per second.
 
 Both rates are (n - 1) / (last completion - first completion), so start-up is left out of both
-alike.  Each of ``--repeat`` runs measures both; the medians are printed as JSON on stdout.
+alike. The triples are distinct (``bench/corpus.py``: new chunks and answer every time) unless
+``--triples repeated`` asks for the one triple of the first benchmarks, where every cache is warm.
+The worker's CPU per evaluation is its user plus system time from /proc (start-up
+included). Each of ``--repeat`` runs measures both; the medians are printed as JSON on stdout.
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ CONTEXT = [
 ]
 
 
-def triple(i: int) -> dict[str, Any]:
+def repeated_triple(i: int) -> dict[str, Any]:
     return {
         "id": f"bench-{i:06d}",
         "query": f"Posso desistir de uma compra feita pela internet? (pedido {i})",
@@ -62,6 +66,24 @@ def triple(i: int) -> dict[str, Any]:
         "consumidor.gov.br. O Procon pode multar a loja #invent:ENTIDADE_BR.",
         "metadata": {"app": "bench"},
     }
+
+
+_CORPUS: list[dict[str, Any]] = []
+
+
+def triple(i: int) -> dict[str, Any]:
+    """The i-th triple: distinct chunks and answer from ``bench/corpus.py`` (or the old single
+    repeated triple with ``--triples repeated``, every cache warm)."""
+    if MODE["triples"] == "repeated":
+        return repeated_triple(i)
+    if len(_CORPUS) <= i:  # the corpus is prefix-stable: a longer one starts with the same
+        from bench.corpus import triples
+
+        _CORPUS[:] = triples(max(2 * len(_CORPUS), i + 1, 1000), MODE["seed"])
+    return _CORPUS[i]
+
+
+MODE: dict[str, Any] = {"triples": "corpus", "seed": 1}
 
 
 def free_port() -> int:
@@ -141,9 +163,25 @@ def peak_rss_mib(pid: int) -> float | None:
     return None
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU of a live process, from /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def worker_rate(
-    url: str, base_url: str, n: int, concurrency: int, prompts: str, timeout: float
-) -> tuple[float, float | None]:
+    url: str,
+    base_url: str,
+    n: int,
+    concurrency: int,
+    prompts: str,
+    timeout: float,
+    cross_check: str = "flag",
+) -> tuple[float, float | None, float | None]:
+    """Evaluations per second of one worker, its peak RSS (MiB) and CPU per evaluation (ms)."""
     reset(url)
     with TriplePublisher(url) as publisher:
         for i in range(n):
@@ -157,6 +195,7 @@ def worker_rate(
         "VEREDITO_BROKER_URL": url,
         "VEREDITO_LLM_BASE_URL": base_url,
         "VEREDITO_PROMPTS": prompts,
+        "VEREDITO_CROSS_CHECK": cross_check,
         "VEREDITO_LOG_LEVEL": "WARNING",
     }
     worker = subprocess.Popen(
@@ -175,10 +214,11 @@ def worker_rate(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    rss = None
+    rss = cpu = None
     try:
         counter.join(timeout)
         rss = peak_rss_mib(worker.pid)
+        cpu = cpu_seconds(worker.pid)
     finally:
         stop.set()
         worker.send_signal(signal.SIGTERM)
@@ -189,7 +229,8 @@ def worker_rate(
     if len(arrivals) < n:
         raise SystemExit(f"only {len(arrivals)} of {n} verdicts arrived in {timeout}s")
     reset(url)
-    return (n - 1) / (max(arrivals) - min(arrivals)), rss
+    cpu_ms = None if cpu is None else cpu / n * 1000  # start-up included (about 0.7 s)
+    return (n - 1) / (max(arrivals) - min(arrivals)), rss, cpu_ms
 
 
 def main() -> None:
@@ -201,7 +242,19 @@ def main() -> None:
     parser.add_argument("--prompts", default="claims,faithfulness")
     parser.add_argument("--broker", default="amqp://guest:guest@127.0.0.1:5672//")
     parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument(
+        "--triples",
+        choices=("corpus", "repeated"),
+        default="corpus",
+        help="distinct triples from bench/corpus.py, or the old one repeated (warm caches)",
+    )
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--cross-check", default="flag", help="flag|off, or both: each run measures both"
+    )
     args = parser.parse_args()
+    MODE.update(triples=args.triples, seed=args.seed)
+    modes = ["flag", "off"] if args.cross_check == "both" else [args.cross_check]
 
     port = free_port()
     server = subprocess.Popen(
@@ -223,10 +276,26 @@ def main() -> None:
         prompts = args.prompts.split(",")
         for _ in range(args.repeat):
             top = asyncio.run(ceiling(base_url, args.n, args.concurrency, prompts))
-            rate, rss = worker_rate(
-                args.broker, base_url, args.n, args.concurrency, args.prompts, args.timeout
-            )
-            runs.append({"ceiling": top, "worker": rate, "ratio": rate / top, "rss": rss or 0.0})
+            run: dict[str, float] = {"ceiling": top}
+            for mode in modes:
+                rate, rss, cpu = worker_rate(
+                    args.broker,
+                    base_url,
+                    args.n,
+                    args.concurrency,
+                    args.prompts,
+                    args.timeout,
+                    mode,
+                )
+                run.update(
+                    {
+                        f"worker_{mode}": rate,
+                        f"ratio_{mode}": rate / top,
+                        f"rss_{mode}": rss or 0.0,
+                        f"cpu_ms_{mode}": cpu or 0.0,
+                    }
+                )
+            runs.append(run)
             print(json.dumps({k: round(v, 3) for k, v in runs[-1].items()}), file=sys.stderr)
     finally:
         server.terminate()
@@ -235,22 +304,27 @@ def main() -> None:
     def median(key: str) -> float:
         return round(statistics.median(r[key] for r in runs), 3)
 
-    result = {
+    result: dict[str, Any] = {
         "n": args.n,
+        "triples": args.triples,
         "concurrency": args.concurrency,
         "latency_s": args.latency,
         "prompts": args.prompts,
         "broker": args.broker.split("://")[0],
         "runs": len(runs),
         "ceiling_evals_per_s": median("ceiling"),
-        "worker_evals_per_s": median("worker"),
-        "ratio": median("ratio"),
-        "worker_min_max": [
-            round(min(r["worker"] for r in runs), 1),
-            round(max(r["worker"] for r in runs), 1),
-        ],
-        "worker_peak_rss_mib": median("rss"),
     }
+    for mode in modes:
+        result[f"cross_check_{mode}"] = {
+            "worker_evals_per_s": median(f"worker_{mode}"),
+            "ratio": median(f"ratio_{mode}"),
+            "worker_min_max": [
+                round(min(r[f"worker_{mode}"] for r in runs), 1),
+                round(max(r[f"worker_{mode}"] for r in runs), 1),
+            ],
+            "worker_peak_rss_mib": median(f"rss_{mode}"),
+            "worker_cpu_ms_per_eval": median(f"cpu_ms_{mode}"),
+        }
     print(json.dumps(result))
 
 
