@@ -22,6 +22,10 @@ Faults for the whole server, switched on the :class:`Script` while it runs (the 
 of requests fail at random, by one of :data:`FAULTS` (500, 503, 429 with ``Retry-After``, a hang
 past the client's timeout, a connection reset, a malformed completion).
 
+It also answers the two prompts of RAGAS's Faithfulness metric (statement extraction, then one
+verdict per statement; ``#invent:`` marks an unsupported sentence there too), for the side-by-side
+benchmark, and ``GET /v1/_served`` says how many completions it has answered.
+
 Run it on its own with ``python tests/llm_server.py --port 8099 --latency 0.2``.
 """
 
@@ -129,6 +133,26 @@ def valid_faithfulness(answer: str) -> dict[str, Any]:
     }
 
 
+RAGAS_STATEMENTS = "Break down each sentence into one or more fully understandable statements"
+RAGAS_NLI = "judge the faithfulness of a series of statements based on a given context"
+
+
+def ragas_reply(prompt: str) -> str | None:
+    """The reply to a RAGAS Faithfulness prompt (its input is the JSON after the last
+    ``input:``), or ``None`` for any other prompt."""
+    if RAGAS_STATEMENTS not in prompt and RAGAS_NLI not in prompt:
+        return None
+    data = json.loads(prompt[prompt.rfind("\ninput: ") + 8 : prompt.rfind("\nOutput:")])
+    if RAGAS_STATEMENTS in prompt:
+        sentences = [s for s in SENTENCE_END.split(data["answer"].strip()) if s.strip()]
+        return json.dumps({"statements": sentences}, ensure_ascii=False)
+    verdicts = [
+        {"statement": s, "reason": "Teste.", "verdict": 0 if INVENT.search(s) else 1}
+        for s in data["statements"]
+    ]
+    return json.dumps({"statements": verdicts}, ensure_ascii=False)
+
+
 def completion(content: str, finish_reason: str = "stop", model: str = "test") -> dict[str, Any]:
     return {
         "id": "chatcmpl-test",
@@ -185,6 +209,9 @@ async def chat_completions(request: web.Request) -> web.Response:
             {"error": {"message": "slow down"}}, status=429, headers={"Retry-After": "0"}
         )
 
+    ragas = ragas_reply(prompt)
+    if ragas is not None:
+        return web.json_response(completion(ragas, "stop", body.get("model", "test")))
     reply = valid_faithfulness(answer) if is_faithfulness else valid_claims(answer)
     content = json.dumps(reply, ensure_ascii=False)
     finish = "stop"
@@ -223,7 +250,12 @@ def make_app(script: Script) -> web.Application:
     app = web.Application(client_max_size=8 * 1024 * 1024)
     app[SCRIPT] = script
     app.router.add_post("/v1/chat/completions", chat_completions)
+    app.router.add_get("/v1/_served", served)
     return app
+
+
+async def served(request: web.Request) -> web.Response:
+    return web.json_response({"served": request.app[SCRIPT].served})
 
 
 class ServerThread:
