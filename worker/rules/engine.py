@@ -138,6 +138,12 @@ class ClaimJudgement:
     checks: list[Check] = field(default_factory=list)
 
 
+# Chunks whose clauses, tokens, stems and mentions stay cached: a RAG app retrieves the same
+# chunks again and again. About 17 KB of Python objects per distinct chunk (measured with
+# tracemalloc on bench/corpus.py triples), so about 70 MB when full; 8,192 of each took a worker
+# at 400 in flight to 288 MiB (docs/benchmarks.md, "Memory").
+CHUNK_CACHE = 4096
+
 _CLAUSE_END = re.compile(r"[;:]\s+|\.\s+(?=[A-ZÁÉÍÓÚÂÊÔÃÕÇ])")
 
 
@@ -149,7 +155,7 @@ class _ChunkText:
     tokens: tuple[frozenset[bytes], ...]
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=CHUNK_CACHE)
 def _chunk_text(chunk: str) -> _ChunkText:
     """Cached: a RAG app retrieves the same chunks again and again."""
     bounds = [0] + [m.end() for m in _CLAUSE_END.finditer(chunk)] + [len(chunk)]
@@ -160,7 +166,7 @@ def _chunk_text(chunk: str) -> _ChunkText:
     )
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=CHUNK_CACHE)
 def _chunk_stems(chunk: str) -> frozenset[str]:
     return frozenset(content_stems(chunk))
 
@@ -171,7 +177,7 @@ class _ChunkIndex:
     slots: tuple[Slot, ...]
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=CHUNK_CACHE)
 def _index_clauses(clauses: tuple[str, ...], detectors: tuple[Detector, ...]) -> _ChunkIndex:
     """The mentions ``detectors`` find in some clauses of a chunk (one pass over all of them),
     and their amounts with the words of the clause each sits in. Cached: a RAG app retrieves the
@@ -241,7 +247,7 @@ def _build(
     return ContextIndex(tuple(chunks), tuple(chunk_keys), tuple(slots), complete or not detectors)
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=CHUNK_CACHE)
 def _slot_stems(text: str) -> frozenset[str]:
     return frozenset(s for s in content_stems(text) if not s.isdigit()) - _SLOT_IGNORE
 
