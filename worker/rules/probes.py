@@ -152,7 +152,7 @@ def _cities_of(uf: str) -> frozenset[str]:
     )
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=4096)
 def probes(key: str) -> frozenset[bytes] | None:
     """The probe tokens for one mention key, or ``None``: read everything."""
     kind, _, value = key.partition("|")

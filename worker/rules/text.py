@@ -182,15 +182,16 @@ _WORD = re.compile(r"[a-z0-9]+")
 _stemmer = Stemmer.Stemmer("portuguese")
 
 
-@lru_cache(maxsize=100_000)
+@lru_cache(maxsize=8192)  # content_stems memoises in front of it
 def stem(word: str) -> str:
     """The Snowball stem of one folded word."""
     return str(_stemmer.stemWord(word))
 
 
-# folded word -> its stem, or "" for a word that carries no content; bounded (cleared when full)
+# folded word -> its stem, or "" for a word that carries no content; bounded (cleared when full:
+# 50,000 words is more than the vocabulary of a RAG app's documents, about 6 MB)
 _CONTENT: dict[str, str] = {}
-_CONTENT_MAX = 200_000
+_CONTENT_MAX = 50_000
 
 
 def content_stems(text: str) -> list[str]:
@@ -198,6 +199,10 @@ def content_stems(text: str) -> list[str]:
     out = []
     known = _CONTENT
     for word in _WORD.findall(fold(text)):
+        if word.isdigit():  # numbers are their own stem; not memoised (they are too many)
+            if len(word) > 1:
+                out.append(word)
+            continue
         found = known.get(word)
         if found is None:
             found = "" if len(word) < 2 or word in STOPWORDS else stem(word)
