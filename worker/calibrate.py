@@ -162,7 +162,7 @@ def score(records: Sequence[dict[str, Any]], verdicts: Sequence[Verdict]) -> Rep
         predicted_categories = {
             c.category or "GENERICA" for c in verdict.claims if c.verdict != "grounded"
         }
-        predicted_categories |= {f.category for f in verdict.rule_findings}
+        predicted_categories |= {f.category for f in verdict.rule_findings if f.problem}
         for category, counts in report.categories.items():
             counts.add(category in predicted_categories, category in gold_categories)
         for span in labels.get("spans", []):

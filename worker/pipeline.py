@@ -93,6 +93,7 @@ class Pipeline:
             categories=count_categories(claims),
             faithfulness=judgement.faithfulness,
             rule_findings=judgement.rule_findings,
+            non_claims=judgement.non_claims,
             reasoning=judgement.reasoning,
             metadata=triple.metadata,
             usage={

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 __all__ = [
     "CATEGORIES",
@@ -61,8 +61,25 @@ class Faithfulness(_Model):
 class RuleFinding(_Model):
     category: str
     text: str
-    kind: str
+    kind: str  # absent_from_context | conflicts_with_context | invalid_check_digit | derived
     claim_idx: int | None = None
+    # kind "derived": how the value follows from the context ("×", ["R$ 310,00", "2"])
+    operation: str | None = None
+    operands: list[str] | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_empty(self, handler: Any) -> dict[str, Any]:
+        """``operation`` and ``operands`` only on ``derived`` findings (spec §6 keeps its shape)."""
+        data: dict[str, Any] = handler(self)
+        for name in ("operation", "operands"):
+            if data.get(name) is None:
+                data.pop(name, None)
+        return data
+
+    @property
+    def problem(self) -> bool:
+        """A finding against the answer (``derived`` only says how a value was grounded)."""
+        return self.kind != "derived"
 
 
 class JudgeInfo(_Model):
@@ -89,6 +106,7 @@ class Verdict(_Model):
     categories: dict[str, int] = Field(default_factory=dict)
     faithfulness: Faithfulness | None = None
     rule_findings: list[RuleFinding] = Field(default_factory=list)
+    non_claims: int = 0  # pieces of the answer that state nothing (headings, source lists)
     reasoning: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     usage: dict[str, int] = Field(

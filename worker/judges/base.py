@@ -22,6 +22,7 @@ class Judgement:
     reasoning: str | None = None
     faithfulness: Faithfulness | None = None
     rule_findings: list[RuleFinding] = field(default_factory=list)
+    non_claims: int = 0  # pieces of the answer dropped as stating nothing (rules judge)
     prompt_tokens: int = 0
     completion_tokens: int = 0
 

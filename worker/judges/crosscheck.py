@@ -40,7 +40,8 @@ class CrossCheckedJudge:
         if not judgement.claims:
             return judgement
         grounded = [i for i, claim in enumerate(judgement.claims) if claim.verdict == "grounded"]
-        checked = check_texts([judgement.claims[i].text for i in grounded], triple.context)
+        texts = [judgement.claims[i].text for i in grounded]
+        checked = check_texts(texts, triple.context, triple.query)
         for i, checks in zip(grounded, checked, strict=True):
             claim = judgement.claims[i]
             bad = [c for c in checks if c.status != "grounded"]

@@ -6,7 +6,7 @@ from collections import Counter
 
 from veredito.producer.triple import Triple
 from veredito.worker.judges.base import Judgement
-from veredito.worker.rules import judge_answer
+from veredito.worker.rules import judge
 from veredito.worker.verdict import Claim, JudgeInfo, RuleFinding
 
 __all__ = ["RULES_VERSION", "RulesJudge"]
@@ -32,7 +32,8 @@ class RulesJudge:
 def judge_triple(triple: Triple) -> Judgement:
     claims: list[Claim] = []
     findings: list[RuleFinding] = []
-    for i, judged in enumerate(judge_answer(triple.answer, triple.context)):
+    judged_answer = judge(triple.answer, triple.context, triple.query)
+    for i, judged in enumerate(judged_answer.claims):
         claims.append(
             Claim(
                 text=judged.text,
@@ -44,22 +45,37 @@ def judge_triple(triple: Triple) -> Judgement:
         )
         for check in judged.checks:
             if check.finding is not None:
+                derivation = check.derivation
                 findings.append(
                     RuleFinding(
                         category=check.mention.category,
                         text=check.mention.text,
                         kind=check.finding,
                         claim_idx=i,
+                        operation=derivation.operation if derivation else None,
+                        operands=list(derivation.operands) if derivation else None,
                     )
                 )
-    return Judgement(claims=claims, reasoning=_reasoning(claims), rule_findings=findings)
+    return Judgement(
+        claims=claims,
+        reasoning=_reasoning(claims, judged_answer.non_claims),
+        rule_findings=findings,
+        non_claims=judged_answer.non_claims,
+    )
 
 
-def _reasoning(claims: list[Claim]) -> str:
+def _reasoning(claims: list[Claim], non_claims: int = 0) -> str:
     bad = Counter(c.category or "GENERICA" for c in claims if c.verdict != "grounded")
+    skipped = (
+        f" {non_claims} trecho(s) sem afirmação (títulos, fontes) não avaliado(s)."
+        if non_claims
+        else ""
+    )
     if not claims:
-        return "Resposta sem afirmações verificáveis."
+        return "Resposta sem afirmações verificáveis." + skipped
     if not bad:
-        return f"As {len(claims)} afirmações encontram apoio no contexto."
+        return f"As {len(claims)} afirmações encontram apoio no contexto." + skipped
     found = ", ".join(f"{category} ({n})" for category, n in sorted(bad.items()))
-    return f"{sum(bad.values())} de {len(claims)} afirmações sem apoio no contexto: {found}."
+    return (
+        f"{sum(bad.values())} de {len(claims)} afirmações sem apoio no contexto: {found}." + skipped
+    )

@@ -335,6 +335,7 @@ def _named_patterns() -> tuple[_Alternatives | None, _Alternatives | None]:
 
 
 _NAMED_KIND = {"ENTIDADE_BR": "body", "POLITICA": "programme"}
+_BODY_UF = re.compile(r"[-/]\s?(" + "|".join(gz.UFS) + r")\b")
 
 
 def detect_named(text: str, folded: str) -> list[Mention]:
@@ -348,8 +349,21 @@ def detect_named(text: str, folded: str) -> list[Mention]:
                 found.append(Mention("LEI", text[start:end], _code_keys(ident), start, end))
             else:
                 key = frozenset({f"{_NAMED_KIND[category]}|{ident}"})
+                suffix = _BODY_UF.match(text, end)
+                extra: frozenset[str] = frozenset()
+                if suffix is not None:  # "Procon-PE", "Detran/SP": the body names its state
+                    extra = frozenset({f"uf|{suffix.group(1)}"})
+                    end = suffix.end()
                 found.append(
-                    Mention(category, text[start:end], key, start, end, contradictable=False)
+                    Mention(
+                        category,
+                        text[start:end],
+                        key,
+                        start,
+                        end,
+                        contradictable=False,
+                        extra=extra,
+                    )
                 )
     return found
 
@@ -595,7 +609,12 @@ _COUNT = re.compile(
     r"(?P<n>\d(?<![\w.,/]\d)\d*(?:,\d+)?)\s+(?P<noun>[a-záéíóúâêôãõç]{3,}(?:\s+m[ií]nimos?)?)\b"
 )
 _NOT_COUNT_NOUNS = frozenset(
-    "de do da dos das por para com sem que ate e ou ao aos mil".split() + list(_MONTHS)
+    "de do da dos das por para com sem que ate e ou ao aos mil".split()
+    # pronouns, verbs and discourse words after a number are not what it counts
+    # ("na Faixa 2 você", "placas com final 7 têm", "por dois motivos")
+    + "voce voces ele ela eles elas tem sao e foi foram vai pode podem deve devem esta estao"
+    " informando motivos razoes coisas formas maneiras dicas".split()
+    + list(_MONTHS)
 )
 _YEAR = re.compile(r"(?P<y>(?:19|20)(?<![\d.,/]\d\d)\d{2})(?![\d/]|[.,]\d)")
 _BIG_NUMBER = re.compile(r"(?P<n>\d(?<![\w.,/$]\d)(?:[\d .-]{2,}\d|\d{2,}))(?![\w/%]|[.,]\d)")

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
+from veredito.worker.rules.derive import CUES, Derivation, derive
 from veredito.worker.rules.detectors import (
     DETECTORS,
     Detector,
@@ -30,10 +31,12 @@ from veredito.worker.rules.detectors import (
     detectors_for,
     find_mentions,
 )
+from veredito.worker.rules.markdown import claims_of, clean
 from veredito.worker.rules.probes import probes, tokens
-from veredito.worker.rules.text import content_stems, digitise, fold, split_sentences
+from veredito.worker.rules.text import content_stems, digitise, fold
 
 __all__ = [
+    "AnswerJudgement",
     "Check",
     "ClaimJudgement",
     "ContextIndex",
@@ -65,6 +68,11 @@ _META = re.compile(
     re.IGNORECASE,
 )
 
+
+_QUANTITIES = ("money", "percent", "duration:", "count:", "number", "date")
+
+# an answer about the user's own case ("com renda de R$ 4.200, você fica na Faixa 2")
+_PERSONAL = re.compile(r"\b(?:voce|voces|seu|sua|seus|suas|te|contigo|no seu caso)\b")
 
 # amounts whose value is checked against the clause it belongs to ("180 dias" for the wrong case)
 _SLOT_KINDS = ("duration:", "money", "percent", "count:")
@@ -104,6 +112,19 @@ class ContextIndex:
         self.kinds = frozenset(k.partition("|")[0] for k in self.keys)
         self.slots = slots
         self.complete = complete
+        self.given: frozenset[str] = frozenset()  # the query's keys: the user's own values
+        self.sources: frozenset[str] = self.keys  # what a derived value may be computed from
+        self.personal = False  # the answer speaks to the user about their case
+        self.cues = ""  # the folded answer: "em dobro" said once, a result later
+
+    def attach(self, given: frozenset[str], answer: frozenset[str], text: str = "") -> ContextIndex:
+        """Add the query's keys (values the user gave ground the answer's), the answer's
+        (operands of a derived value) and the answer's folded ``text``."""
+        self.given = given
+        self.sources = self.keys | given | answer
+        self.cues = fold(text)
+        self.personal = _PERSONAL.search(self.cues) is not None
+        return self
 
     @cached_property
     def chunk_stems(self) -> tuple[frozenset[str], ...]:
@@ -126,7 +147,15 @@ class _Incomplete(Exception):
 class Check:
     mention: Mention
     status: str  # grounded | invented | contradicted
-    finding: str | None  # absent_from_context | conflicts_with_context | invalid_check_digit
+    # absent_from_context | conflicts_with_context | invalid_check_digit | derived
+    finding: str | None
+    derivation: Derivation | None = None
+
+
+@dataclass
+class AnswerJudgement:
+    claims: list[ClaimJudgement]
+    non_claims: int  # headings, source lists, footers: dropped, not judged
 
 
 @dataclass
@@ -258,6 +287,8 @@ def _wrong_slot(mention: Mention, claim: str, ctx: ContextIndex) -> bool:
     "300 dias para partos ...; 180 dias para os demais casos")."""
     if not claim or not ctx.slots or not any(k.startswith(_SLOT_KINDS) for k in mention.keys):
         return False
+    if CUES.search(fold(claim)):
+        return False  # a computation takes its operands from anywhere
     claim_stems = _slot_stems(claim)
     if not claim_stems:
         return False
@@ -268,6 +299,35 @@ def _wrong_slot(mention: Mention, claim: str, ctx: ContextIndex) -> bool:
     if not ctx.complete:
         raise _Incomplete  # the amounts of the same kind that were not read may decide
     return any(claim_stems & s.stems for s in ctx.slots if s.kinds & kinds and not s.keys & keys)
+
+
+def _same_slot(mention: Mention, claim: str, ctx: ContextIndex) -> bool:
+    """Does the context give a value of this kind *for the same thing*? For amounts: a context
+    amount of the same kind whose clause shares a content word with the claim, or a claim that
+    computes (a wrong result). Other kinds (another law, article, CPF, city) always do."""
+    if not any(k.startswith(_SLOT_KINDS) for k in mention.keys):
+        return True
+    if CUES.search(fold(claim)):
+        return True
+    if not _topic_stems(claim):
+        return True  # "São 30 dias.": nothing but the value, about what was asked
+    return _topic_overlap(mention, claim, ctx)
+
+
+def _topic_overlap(mention: Mention, claim: str, ctx: ContextIndex) -> bool:
+    """A context amount of the mention's kind sits in a clause sharing a word with the claim."""
+    claim_stems = _topic_stems(claim)
+    kinds = mention.kinds
+    return any(claim_stems & _topic_stems(s.clause) for s in ctx.slots if s.kinds & kinds)
+
+
+_UNIT_WORDS = frozenset(content_stems("dia dias hora horas mes meses ano anos reais real"))
+
+
+@lru_cache(maxsize=CHUNK_CACHE)
+def _topic_stems(text: str) -> frozenset[str]:
+    """What an amount is about: the content stems of its clause, but numbers and unit words."""
+    return frozenset(s for s in content_stems(text) if not s.isdigit()) - _UNIT_WORDS
 
 
 def _grounded_by_parts(mention: Mention, ctx: ContextIndex) -> bool:
@@ -281,17 +341,37 @@ def _grounded_by_parts(mention: Mention, ctx: ContextIndex) -> bool:
     return False
 
 
-def _check(mention: Mention, ctx: ContextIndex, claim: str = "") -> Check:
-    """``mention`` of the digitised ``claim`` checked against the context."""
+def _check(
+    mention: Mention, ctx: ContextIndex, claim: str = "", own: frozenset[str] = frozenset()
+) -> Check:
+    """``mention`` of the digitised ``claim`` (whose mentions have the keys ``own``) checked
+    against the context."""
     if mention.keys & ctx.keys or _grounded_by_parts(mention, ctx):
         if _year_conflict(mention, ctx) or _wrong_slot(mention, claim, ctx):
             return Check(mention, "contradicted", "conflicts_with_context")
         return Check(mention, "grounded", None)
+    if mention.keys & ctx.given:  # a value the user gave in the query ...
+        if not mention.contradictable:
+            return Check(mention, "grounded", None)
+        if not ctx.complete:
+            raise _Incomplete
+        if ctx.personal or not (mention.kinds & ctx.kinds and _topic_overlap(mention, claim, ctx)):
+            # ... when the answer speaks of the user's case, or the context says nothing else
+            return Check(mention, "grounded", None)
     if not mention.contradictable and fold(mention.text) in ctx.folded:
         return Check(mention, "grounded", None)  # named in a way the detectors did not catch
-    if mention.contradictable and not ctx.complete:
-        raise _Incomplete  # another value of its kind may be in a clause that was not read
-    if mention.contradictable and mention.kinds & ctx.kinds:
+    quantity = any(k.startswith(_QUANTITIES) for k in mention.keys)
+    if (mention.contradictable or quantity) and not ctx.complete:
+        raise _Incomplete  # another value of its kind, or an operand, may be in a clause not read
+    if quantity:
+        folded_claim = fold(claim)
+        for key in mention.keys:
+            derivation = derive(
+                key, ctx.sources - mention.keys, folded_claim, own - mention.keys, ctx.cues
+            )
+            if derivation is not None:
+                return Check(mention, "grounded", "derived", derivation)
+    if mention.contradictable and mention.kinds & ctx.kinds and _same_slot(mention, claim, ctx):
         status, finding = "contradicted", "conflicts_with_context"
     else:
         status, finding = "invented", "absent_from_context"
@@ -311,19 +391,45 @@ def _year_conflict(mention: Mention, ctx: ContextIndex) -> bool:
     )
 
 
-def check_text(text: str, ctx: ContextIndex | Sequence[str]) -> list[Check]:
+def check_text(text: str, ctx: ContextIndex | Sequence[str], query: str = "") -> list[Check]:
     """Every mention in ``text`` checked against the context."""
-    return check_texts([text], ctx)[0]
+    return check_texts([text], ctx, query)[0]
 
 
-def check_texts(texts: Sequence[str], ctx: ContextIndex | Sequence[str]) -> list[list[Check]]:
+def _keys(mentions: Sequence[Mention]) -> frozenset[str]:
+    return frozenset(k for m in mentions for k in m.keys)
+
+
+# what a user's own words can ground: their figures, dates, IDs and places, never a law, a body
+# or a programme (asking about the Auxílio Gás does not make the answer's facts about it true)
+_GIVEN_KINDS = (*_QUANTITIES, "year", "monthyear", "daymonth", "cpf", "cnpj", "city", "uf")
+
+
+def _query_keys(query: str) -> frozenset[str]:
+    if not query:
+        return frozenset()
+    return frozenset(
+        k
+        for m in find_mentions(digitise(query))
+        for k in m.keys | m.extra
+        if k.startswith(_GIVEN_KINDS)
+    )
+
+
+def check_texts(
+    texts: Sequence[str], ctx: ContextIndex | Sequence[str], query: str = ""
+) -> list[list[Check]]:
     """:func:`check_text` for many texts, with one pass of the detectors over all of them.
-    ``ctx`` may be the context's chunks: then only what the texts' mentions need is indexed."""
-    digitised = [digitise(t) for t in texts]
+    ``ctx`` may be the context's chunks: then only what the texts' mentions need is indexed.
+    Values the ``query`` gives ground the texts' (the user's own figures)."""
+    digitised = [digitise(clean(t)) for t in texts]
     per_text = _mentions_per_text(digitised)
+    given = _query_keys(query)
+    answer = frozenset(k for ms in per_text for m in ms for k in m.keys | m.extra)
     if isinstance(ctx, ContextIndex):
+        ctx.attach(given, answer, " ".join(texts))
         return [
-            [_check(mention, ctx, digits) for mention in mentions]
+            [_check(mention, ctx, digits, _keys(mentions)) for mention in mentions]
             for digits, mentions in zip(digitised, per_text, strict=True)
         ]
     chunks = ctx
@@ -332,8 +438,9 @@ def check_texts(texts: Sequence[str], ctx: ContextIndex | Sequence[str]) -> list
     ctx, wanted = _probed_index(chunks, detectors, mentions)
     while True:
         try:
+            ctx.attach(given, answer, " ".join(texts))
             return [
-                [_check(mention, ctx, digits) for mention in mentions]
+                [_check(mention, ctx, digits, _keys(mentions)) for mention in mentions]
                 for digits, mentions in zip(digitised, per_text, strict=True)
             ]
         except _Incomplete:
@@ -378,7 +485,8 @@ def judge_claim(
     if mentions is None or digits is None:
         checks = check_text(text, ctx)
     else:
-        checks = [_check(m, ctx, digits) for m in mentions]
+        own = frozenset(k for m in mentions for k in m.keys)
+        checks = [_check(m, ctx, digits, own) for m in mentions]
     grounded_keys = {k for c in checks if c.status == "grounded" for k in c.mention.keys}
     for status in ("contradicted", "invented"):
         bad = [c for c in checks if c.status == status]
@@ -395,30 +503,49 @@ def judge_claim(
     return ClaimJudgement(text, "grounded", None, chunk, checks)
 
 
-def judge_answer(answer: str, ctx: ContextIndex | Sequence[str]) -> list[ClaimJudgement]:
-    """Judge each sentence of ``answer``; the detectors run once over all of them. ``ctx`` may
-    be the context's chunks: the answer's mentions are found first, and the context is searched
-    only for mentions of the kinds they are (a context's amounts do not matter to an answer
-    without amounts)."""
-    sentences = split_sentences(answer)
+def judge_answer(
+    answer: str, ctx: ContextIndex | Sequence[str], query: str = ""
+) -> list[ClaimJudgement]:
+    """Judge each claim of ``answer`` (see :func:`judge`)."""
+    return judge(answer, ctx, query).claims
+
+
+def judge(answer: str, ctx: ContextIndex | Sequence[str], query: str = "") -> AnswerJudgement:
+    """Judge each sentence of ``answer`` (markdown and citation debris turned into sentences or
+    dropped, :mod:`~veredito.worker.rules.markdown`); the detectors run once over all of them.
+    ``ctx`` may be the context's chunks: the answer's mentions are found first, and the context
+    is searched only for what they need. Values the ``query`` gives ground the answer's."""
+    sentences, non_claims = claims_of(answer)
     digitised = [digitise(s) for s in sentences]
     per_sentence = _mentions_per_text(digitised)
+    given = _query_keys(query)
+    answer_keys = frozenset(k for ms in per_sentence for m in ms for k in m.keys | m.extra)
     if isinstance(ctx, ContextIndex):
-        return [
-            judge_claim(sentence, ctx, mentions, digits)
-            for sentence, digits, mentions in zip(sentences, digitised, per_sentence, strict=True)
-        ]
+        ctx.attach(given, answer_keys, answer)
+        return AnswerJudgement(
+            [
+                judge_claim(sentence, ctx, mentions, digits)
+                for sentence, digits, mentions in zip(
+                    sentences, digitised, per_sentence, strict=True
+                )
+            ],
+            non_claims,
+        )
     chunks = ctx
     mentions = [m for ms in per_sentence for m in ms]
     detectors = detectors_for(mentions)
     ctx, wanted = _probed_index(chunks, detectors, mentions)
     while True:
         try:
-            return [
-                judge_claim(sentence, ctx, mentions, digits)
-                for sentence, digits, mentions in zip(
-                    sentences, digitised, per_sentence, strict=True
-                )
-            ]
+            ctx.attach(given, answer_keys, answer)
+            return AnswerJudgement(
+                [
+                    judge_claim(sentence, ctx, mentions, digits)
+                    for sentence, digits, mentions in zip(
+                        sentences, digitised, per_sentence, strict=True
+                    )
+                ],
+                non_claims,
+            )
         except _Incomplete:
             ctx = _build(chunks, detectors, wanted, complete=True)  # cannot raise again

@@ -1,0 +1,226 @@
+"""Values an answer computes from the context: a bounded search for a simple derivation.
+
+Answers compute: a fine of "2 mensalidades" on a fee of R$ 310 is R$ 620; 120 days of leave plus
+60 are 180; 5 % of R$ 1.518 is R$ 75,90; a contract signed on 10/03/2025 with 7 days to cancel
+ends on 17/03/2025; "em dobro" doubles a refund. :func:`derive` looks for the value among a few
+operations over the numbers of the same unit found in the context, the query and the rest of the
+answer, and says how (the operands and the operation), or ``None``.
+
+The search is bounded: at most :data:`POOL` values per unit and :data:`FACTORS` small factors,
+sums of two values (three when the pool is small), differences, products and quotients by a
+factor or a fraction of two factors, a percentage of an amount (also with the amount: a discount,
+an increase), percentage points added, a date plus a duration, and the months or days between two
+dates. A few hundred to a few thousand arithmetic steps for a value the context lacks, and none
+for the values it has.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+__all__ = ["Derivation", "derive"]
+
+POOL = 24  # values per unit, at most
+FACTORS = 16  # small numbers used as factors, at most
+_THREE_TERMS = 10  # sums of three values only when the pool is this small
+
+# Arithmetic only where the claim shows it computes (a value that merely equals 15 + 15 is not
+# derived): words and signs of sums, products, shares and results, in the folded claim. Dates
+# plus durations and spans between dates need no cue (an exact day rarely matches by chance).
+CUES = re.compile(
+    r"[×*=+]|\d\s*x\s*\d|\b(?:vezes|soma\w*|tota\w*|ou seja|result\w*|dobro|metade|triplo"
+    r"|desconto|acresc\w*|restam|restantes?|faltam|equivale\w*|corresponde\w*|parcelas? de"
+    r"|proporcional\w*|subtra\w*|diferenca|sobra\w*|divid\w*|no total|ao todo|calcul\w*"
+    r"|o que da|por pessoa|indo para|passa a ser|passa para|vai para|chega a|fica em|ficaria"
+    r"|ficam em|sera de|seria de|reajuste\w*|rende\w*)\b"
+)
+_MONTHS = "janeiro fevereiro marco abril maio junho julho agosto setembro outubro novembro dezembro"
+_MONTH_NUMBERS = {m: i for i, m in enumerate(_MONTHS.split(), start=1)}
+_MONTH_SPAN = re.compile(
+    r"\b(?:de\s+)?("
+    + "|".join(_MONTH_NUMBERS)
+    + r")\s+(?:a|ate)\s+("
+    + "|".join(_MONTH_NUMBERS)
+    + r")\b"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Derivation:
+    operation: str  # "+", "-", "×", "÷", "% de", "+ dias"…
+    operands: tuple[str, ...]  # as a reader writes them: "R$ 310,00", "2", "5%"
+
+
+def _unit(key: str) -> tuple[str, float] | None:
+    """(unit, value) of a mention key, or ``None`` for keys that are not quantities."""
+    kind, _, value = key.partition("|")
+    base = kind.partition(":")[0]
+    try:
+        if base == "money":
+            return "money", float(value)
+        if base == "percent":
+            return "percent", float(value)
+        if base == "duration":
+            return kind, float(value)  # duration:day, duration:month, duration:workday ...
+        if base in ("count", "number"):
+            return "number", float(value)
+        if base == "date":
+            y, m, d = (int(p) for p in value.split("-"))
+            return "date", float(date(y, m, d).toordinal())
+    except ValueError:
+        return None
+    return None
+
+
+def _show(unit: str, value: float) -> str:
+    if unit == "money":
+        reais = f"{value / 100:,.2f}".replace(",", "_").replace(".", ",").replace("_", ".")
+        return f"R$ {reais}"
+    if unit == "percent":
+        return f"{value:g}%"
+    if unit == "date":
+        return date.fromordinal(int(value)).isoformat()
+    if unit.startswith("duration:"):
+        return f"{value:g} {unit.partition(':')[2]}"
+    return f"{value:g}"
+
+
+def _close(a: float, b: float, unit: str) -> bool:
+    if unit == "money":  # cents; a rounding of the last cent, or 0.05 % of the amount
+        return abs(a - b) <= max(1.0, abs(b) * 0.0005)
+    return abs(a - b) <= max(0.011, abs(b) * 0.0005)
+
+
+def _add_months(day: date, months: int) -> date | None:
+    month = day.month - 1 + months
+    year = day.year + month // 12
+    try:
+        return day.replace(year=year, month=month % 12 + 1)
+    except ValueError:
+        return None
+
+
+def derive(
+    key: str,
+    sources: Iterable[str],
+    cues: str = "",
+    own: Iterable[str] = (),
+    answer_cues: str = "",
+) -> Derivation | None:
+    """How the value of ``key`` follows from the quantities in ``sources`` (mention keys of the
+    context, the query and the rest of the answer), or ``None``. Arithmetic is tried only when
+    ``cues`` (the folded claim) shows a computation (:data:`CUES`). Factors come from ``own``
+    (the claim's other mentions: "6 × R$ 6.750", "8/12 de R$ 2.400"), from counts the context
+    or query states ("2 mensalidades"), and from "dobro", "metade", "triplo" anywhere in the
+    answer (``answer_cues``, folded). A percentage of an amount needs no cue (cents rarely match
+    by chance), nor do dates and the months a span of month names covers ("de julho a dezembro
+    são 6 meses")."""
+    target = _unit(key)
+    if target is None:
+        return None
+    unit, value = target
+    pools: dict[str, list[float]] = {}
+    for source in sources:
+        found = _unit(source)
+        if found is not None and found[1] not in pools.setdefault(found[0], []):
+            pools[found[0]].append(found[1])
+    same = [v for v in pools.get(unit, []) if not _close(v, value, unit)][:POOL]
+    own_numbers = sorted(
+        {
+            v
+            for k in own
+            if (found := _unit(k)) is not None
+            and (found[0] == "number" or found[0].startswith("duration:"))
+            and 0 < (v := found[1]) <= 1000
+        }
+    )
+    stated = {
+        float(count)
+        for k in sources
+        if k.startswith("count:") and (count := k.partition("|")[2]).replace(".", "").isdigit()
+    }
+    factors = sorted({v for v in (*own_numbers, *stated) if v > 1})[:FACTORS]
+    words = cues + " " + answer_cues
+    scaled = [
+        f
+        for word, f in (("dobro", 2.0), ("duas vezes", 2.0), ("triplo", 3.0), ("metade", 0.5))
+        if word in words
+    ]
+    factors += scaled
+    show = _show
+    computes = CUES.search(cues) is not None
+    if unit != "date" and not computes and scaled:  # "em dobro" said once, the result later
+        for a in same:
+            for k in scaled:
+                if _close(a * k, value, unit):
+                    return Derivation("×", (show(unit, a), f"{k:g}"))
+    if unit in ("duration:month", "number"):
+        for first, last in _MONTH_SPAN.findall(cues):
+            span = _MONTH_NUMBERS[last] - _MONTH_NUMBERS[first]
+            if span > 0 and value in (span, span + 1):
+                return Derivation("meses entre", (first, last))
+    if unit != "date" and computes:
+        for a, b in itertools.combinations(same, 2):
+            if _close(a + b, value, unit):
+                return Derivation("+", (show(unit, a), show(unit, b)))
+            if _close(abs(a - b), value, unit):
+                hi, lo = max(a, b), min(a, b)
+                return Derivation("-", (show(unit, hi), show(unit, lo)))
+        if len(same) <= _THREE_TERMS:
+            for a, b, c in itertools.combinations(same, 3):
+                if _close(a + b + c, value, unit):
+                    return Derivation("+", (show(unit, a), show(unit, b), show(unit, c)))
+        for a in same:
+            for k in factors:
+                if _close(a * k, value, unit):
+                    return Derivation("×", (show(unit, a), f"{k:g}"))
+                if _close(a / k, value, unit):
+                    return Derivation("÷", (show(unit, a), f"{k:g}"))
+            for k, m in itertools.permutations(own_numbers, 2):  # "8/12 de R$ 2.400"
+                if k < m and _close(a * k / m, value, unit):
+                    return Derivation("×", (show(unit, a), f"{k:g}/{m:g}"))
+    if unit == "money":
+        for a in pools.get("money", [])[:POOL]:
+            for p in pools.get("percent", [])[:POOL]:
+                for result, op in (
+                    (a * p / 100, "% de"),
+                    (a * (1 - p / 100), "- %"),
+                    (a * (1 + p / 100), "+ %"),
+                ):
+                    if (op == "% de" or computes) and _close(result, value, unit):
+                        return Derivation(op, (show("money", a), f"{p:g}%"))
+    if unit == "percent" and computes:  # "1% ao mês; em 3 meses, 3%"
+        for p in same:
+            for k in own_numbers:
+                if k > 1 and _close(p * k, value, unit):
+                    return Derivation("×", (f"{p:g}%", f"{k:g}"))
+    if unit == "percent" and computes and ("ponto" in cues or "p.p" in cues):
+        for p in same:
+            for q in same:
+                for k in factors:
+                    if p != q and _close(p + k * q, value, unit):
+                        return Derivation("+ p.p.", (f"{p:g}%", f"{k:g} × {q:g}%"))
+    if unit == "date":
+        target_day = date.fromordinal(int(value))
+        for start in pools.get("date", [])[:POOL]:
+            day = date.fromordinal(int(start))
+            for d in pools.get("duration:day", []) + pools.get("duration:workday", []):
+                if day + timedelta(days=int(d)) == target_day:
+                    return Derivation("+ dias", (day.isoformat(), f"{d:g} dias"))
+            for m in pools.get("duration:month", []):
+                if _add_months(day, int(m)) == target_day:
+                    return Derivation("+ meses", (day.isoformat(), f"{m:g} meses"))
+    if unit.startswith("duration:") or unit == "number":
+        days = [date.fromordinal(int(d)) for d in pools.get("date", [])[:POOL]]
+        for a, b in itertools.combinations(days, 2):
+            lo, hi = min(a, b), max(a, b)
+            months = (hi.year - lo.year) * 12 + hi.month - lo.month
+            if unit in ("duration:month", "number") and _close(months, value, unit):
+                return Derivation("meses entre", (lo.isoformat(), hi.isoformat()))
+            if unit in ("duration:day", "number") and _close((hi - lo).days, value, unit):
+                return Derivation("dias entre", (lo.isoformat(), hi.isoformat()))
+    return None

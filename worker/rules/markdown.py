@@ -1,0 +1,152 @@
+"""Answers as chatbots write them: markdown and citation debris turned into plain sentences.
+
+Real LLM answers come with headings, bullets, numbered lists, tables, bold and italic, block
+quotes, links, and the debris of search-augmented chatbots: ``[1][4]`` markers, ChatGPT's
+``citeturn0search2`` (between private-use characters, or bare when those were lost), a trailing
+``Citations: [1] https://…`` or ``Fontes:`` list, Perplexity's ``Resposta do Perplexity:
+pplx.ai/share`` footer. :func:`claims_of` gives the sentences to judge and how many pieces were
+dropped as non-claims (headings, source lists, footers, table rules): counted, never judged.
+:func:`clean` strips the inline debris from one claim (the cross-check reads the LLM's claims).
+
+Where the line breaks survive, a heading is its line. Some exports flatten the whole answer to
+one line (``# Critérios para Apresentar a DIRPF 2024 No Brasil, **estão…``); there the heading
+ends before the first capitalised article or preposition that opens the body (``A``, ``No``,
+``Para``…), within 20 words, or at its first colon.
+"""
+
+from __future__ import annotations
+
+import re
+
+from veredito.worker.rules.text import split_sentences
+
+__all__ = ["claims_of", "clean"]
+
+# ChatGPT search citations: "\ue200cite\ue202turn0search6\ue201", or "citeturn0search6" bare
+_CITE_PRIVATE = re.compile(r"\ue200[^\ue201]*\ue201|[\ue200-\ue2ff]")
+_CITE_BARE = re.compile(r"\s*\bcite(?:turn\d+(?:search|news|view|file|image)\d+)+")
+# "[1]", "[1][4]", "[2, 3]", "[1-3]": markers, not text
+_CITE_BRACKETS = re.compile(r"(?:\s*\[\d{1,3}(?:\s*[,–-]\s*\d{1,3})*\])+")
+# a link whose parenthesis holds nothing else: "([Agência Gov](https://…))" is a citation
+_LINK_CITATION = re.compile(r"\s*\(\s*\[[^\]]*\]\(\s*https?://[^)\s]*\s*\)\s*\)")
+_LINK = re.compile(r"!?\[([^\]]*)\]\(\s*(?:https?://|www\.)[^)\s]*\s*\)")
+_URL = re.compile(r"\s*\(?\b(?:https?://|www\.)\S+")
+_EMPHASIS = re.compile(r"(\*{1,3}|_{2,3})(?=\S)(.+?)(?<=\S)\1")
+_CODE = re.compile(r"`([^`]*)`")
+# a trailing list of sources: "Citations: [1] https://…", "Fontes: …", "Referências:"
+_SOURCES = re.compile(
+    r"(?:^|\s)(?:#{1,6}\s*)?(?:\*\*)?(?:citations|cita[cç][oõ]es|fontes|refer[eê]ncias|references|"
+    r"sources)(?:\*\*)?\s*:?\s*(?:\*\*)?\s*(?:\n|\[\d+\]|\d+\.\s|-\s|https?://).*$",
+    re.IGNORECASE | re.DOTALL,
+)
+_FOOTER = re.compile(
+    r"(?:-{3,}\s*)?(?:resposta\s+do\s+perplexity|perplexity\s*:|pplx\.ai/share).*$",
+    re.IGNORECASE | re.DOTALL,
+)
+_RULE = re.compile(r"^\s*(?:-{3,}|\*{3,}|_{3,}|\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?)\s*$")
+_HEADING_LINE = re.compile(r"^\s*#{1,6}\s+\S")
+_BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)])\s+")
+_QUOTE = re.compile(r"^\s*>+\s?")
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+# flattened: " # Heading", " - item", " 1. item", " | a | b |" inside one line
+_FLAT_HEADING = re.compile(r"(?:^|\s)#{1,6}\s+")
+_FLAT_BREAK = re.compile(r"\s+(?=(?:[-•]|\d{1,2}\.)\s+(?:\*\*)?[A-ZÁÉÍÓÚÂÊÔÃÕÇ0-9])")
+_BODY_START = frozenset(
+    "A O As Os Em No Na Nos Nas Para Por Pela Pelo Com Se Segundo Conforme De Do Da Desde Sim "
+    "Não Este Esta Essa Esse Isso Todo Toda Cada Hoje Atualmente Caso Quando Como Ao Aos Um Uma "
+    "É Há Você Quem Sua Seu".split()
+)
+_HEADING_WORDS = 20
+
+
+def clean(text: str) -> str:
+    """One claim without citation markers, links, emphasis, code marks and URLs."""
+    text = _CITE_PRIVATE.sub("", text)
+    text = _CITE_BARE.sub("", text)
+    text = _LINK_CITATION.sub("", text)
+    text = _LINK.sub(r"\1", text)
+    text = _URL.sub("", text)
+    text = _CITE_BRACKETS.sub("", text)
+    text = _EMPHASIS.sub(r"\2", text)
+    text = _EMPHASIS.sub(r"\2", text)  # "***x***" and nested bold in italic
+    text = _CODE.sub(r"\1", text)
+    return re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", text)).strip()
+
+
+def _flat_heading(line: str) -> tuple[str | None, str]:
+    """A heading flattened into its body: (heading, body), or (None, line) when none is found."""
+    words = line.split(" ")
+    for i, word in enumerate(words[1 : _HEADING_WORDS + 1], start=1):
+        previous = words[i - 1]
+        if i > 1 and word.lower().strip("*") == words[0].lower().strip("*"):
+            return " ".join(words[:i]), " ".join(words[i:])  # "Aposentados Aposentados com…"
+        if word in _BODY_START and not previous.endswith(":"):
+            return " ".join(words[:i]), " ".join(words[i:])
+        if previous.endswith(":") and i > 1:
+            return " ".join(words[:i]), " ".join(words[i:])
+    return None, line
+
+
+def _table_row(line: str, header: list[str]) -> str:
+    """A row as a sentence, each cell with its column's name: "Faixa 2; Renda: até R$ 4.700"."""
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    names = [*header, *[""] * len(cells)][: len(cells)]
+    named = [f"{h} {c}" if h else c for h, c in zip(names, cells, strict=True)]
+    return "; ".join(n for n, c in zip(named, cells, strict=True) if c) + "."
+
+
+def claims_of(answer: str) -> tuple[list[str], int]:
+    """The sentences of ``answer`` worth judging, and how many pieces were dropped as non-claims
+    (headings, source lists, footers, rules of tables)."""
+    dropped = 0
+    text = answer.replace("\r\n", "\n").strip()
+    if len(text) > 1 and text[0] == text[-1] == '"':  # an export that quoted the whole answer
+        text = text[1:-1]
+    text = _CITE_PRIVATE.sub("", text)
+    for pattern in (_FOOTER, _SOURCES):
+        found = pattern.search(text)
+        if found is not None and found.start() > 0:
+            text = text[: found.start()]
+            dropped += 1
+    pieces: list[str] = []
+    header: list[str] | None = None  # a table's column names, once its first row is read
+    for line in text.split("\n"):
+        if not line.strip():
+            header = None
+            continue
+        if _RULE.match(line):
+            dropped += 1
+            continue
+        if _HEADING_LINE.match(line) and len(line.split()) <= _HEADING_WORDS:
+            dropped += 1  # a longer one is a flattened answer: its heading is cut off below
+            continue
+        if _TABLE_ROW.match(line):
+            if header is None:
+                header = [c.strip() for c in line.strip().strip("|").split("|")]
+                dropped += 1  # the column names alone say nothing
+                continue
+            pieces.append(_table_row(line, header))
+            continue
+        line = _QUOTE.sub("", line)
+        line = _BULLET.sub("", line)
+        # flattened markdown: headings and list items inside one line
+        parts = _FLAT_HEADING.split(line)
+        for j, part in enumerate(parts):
+            if not part.strip():
+                continue
+            if j > 0:  # after a "#": the heading, then its body
+                heading, part = _flat_heading(part.strip())
+                if heading is not None:
+                    dropped += 1
+                elif len(part.split()) <= _HEADING_WORDS:
+                    dropped += 1
+                    continue
+            pieces.extend(p for p in _FLAT_BREAK.split(part) if p.strip())
+    sentences: list[str] = []
+    for piece in pieces:
+        for sentence in split_sentences(_BULLET.sub("", clean(piece))):
+            if sentence.strip(" .;:-•*#|>"):
+                sentences.append(sentence)
+            else:
+                dropped += 1
+    return sentences, dropped
