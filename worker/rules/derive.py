@@ -216,8 +216,8 @@ def derive(
                     return Derivation("+ meses", (day.isoformat(), f"{m:g} meses"))
     if unit.startswith("duration:") or unit == "number":
         days = [date.fromordinal(int(d)) for d in pools.get("date", [])[:POOL]]
-        for a, b in itertools.combinations(days, 2):
-            lo, hi = min(a, b), max(a, b)
+        for first, second in itertools.combinations(days, 2):
+            lo, hi = min(first, second), max(first, second)
             months = (hi.year - lo.year) * 12 + hi.month - lo.month
             if unit in ("duration:month", "number") and _close(months, value, unit):
                 return Derivation("meses entre", (lo.isoformat(), hi.isoformat()))
