@@ -217,10 +217,10 @@ def derive(
     if unit.startswith("duration:") or unit == "number":
         days = [date.fromordinal(int(d)) for d in pools.get("date", [])[:POOL]]
         for first, second in itertools.combinations(days, 2):
-            lo, hi = min(first, second), max(first, second)
-            months = (hi.year - lo.year) * 12 + hi.month - lo.month
+            early, late = min(first, second), max(first, second)
+            months = (late.year - early.year) * 12 + late.month - early.month
             if unit in ("duration:month", "number") and _close(months, value, unit):
-                return Derivation("meses entre", (lo.isoformat(), hi.isoformat()))
-            if unit in ("duration:day", "number") and _close((hi - lo).days, value, unit):
-                return Derivation("dias entre", (lo.isoformat(), hi.isoformat()))
+                return Derivation("meses entre", (early.isoformat(), late.isoformat()))
+            if unit in ("duration:day", "number") and _close((late - early).days, value, unit):
+                return Derivation("dias entre", (early.isoformat(), late.isoformat()))
     return None
