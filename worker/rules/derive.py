@@ -27,6 +27,7 @@ __all__ = ["Derivation", "derive"]
 POOL = 24  # values per unit, at most
 FACTORS = 16  # small numbers used as factors, at most
 _THREE_TERMS = 10  # sums of three values only when the pool is this small
+SUBSET = 8  # a "total" adds up to this many of the answer's own values (255 sums at most)
 
 # Arithmetic only where the claim shows it computes (a value that merely equals 15 + 15 is not
 # derived): words and signs of sums, products, shares and results, in the folded claim. Dates
@@ -38,6 +39,9 @@ CUES = re.compile(
     r"|o que da|por pessoa|indo para|passa a ser|passa para|vai para|chega a|fica em|ficaria"
     r"|ficam em|sera de|seria de|reajuste\w*|rende\w*)\b"
 )
+_FRACTION = re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,3})(?![\d/])")
+CUES_TOTAL = re.compile(r"\b(?:tota\w*|soma\w*|ao todo|no total)\b")
+_INTEGER = re.compile(r"(?<![\d.,])\d{1,4}(?![\d.,]\d)")
 _MONTHS = "janeiro fevereiro marco abril maio junho julho agosto setembro outubro novembro dezembro"
 _MONTH_NUMBERS = {m: i for i, m in enumerate(_MONTHS.split(), start=1)}
 _MONTH_SPAN = re.compile(
@@ -110,15 +114,17 @@ def derive(
     cues: str = "",
     own: Iterable[str] = (),
     answer_cues: str = "",
+    answer: Iterable[str] = (),
 ) -> Derivation | None:
     """How the value of ``key`` follows from the quantities in ``sources`` (mention keys of the
     context, the query and the rest of the answer), or ``None``. Arithmetic is tried only when
     ``cues`` (the folded claim) shows a computation (:data:`CUES`). Factors come from ``own``
     (the claim's other mentions: "6 × R$ 6.750", "8/12 de R$ 2.400"), from counts the context
     or query states ("2 mensalidades"), and from "dobro", "metade", "triplo" anywhere in the
-    answer (``answer_cues``, folded). A percentage of an amount needs no cue (cents rarely match
-    by chance), nor do dates and the months a span of month names covers ("de julho a dezembro
-    são 6 meses")."""
+    answer (``answer_cues``, folded). A "total" may add up any of the answer's own values of
+    the unit (``answer``: its mention keys; at most :data:`SUBSET` of them). A percentage of an
+    amount needs no cue (cents rarely match by chance), nor do dates and the months a span of
+    month names covers ("de julho a dezembro são 6 meses")."""
     target = _unit(key)
     if target is None:
         return None
@@ -138,6 +144,11 @@ def derive(
             and 0 < (v := found[1]) <= 1000
         }
     )
+    if CUES.search(cues):  # "4 × R$ 142": a bare number the claim computes with
+        own_numbers = sorted(
+            {*own_numbers, *(float(n) for n in _INTEGER.findall(cues) if 0 < int(n) <= 1000)}
+        )
+    fractions = [(int(k), int(m)) for k, m in _FRACTION.findall(cues) if 0 < int(k) < int(m)]
     stated = {
         float(count)
         for k in sources
@@ -180,9 +191,20 @@ def derive(
                     return Derivation("×", (show(unit, a), f"{k:g}"))
                 if _close(a / k, value, unit):
                     return Derivation("÷", (show(unit, a), f"{k:g}"))
-            for k, m in itertools.permutations(own_numbers, 2):  # "8/12 de R$ 2.400"
-                if k < m and _close(a * k / m, value, unit):
+            for k, m in fractions:  # "8/12 de R$ 2.400"
+                if _close(a * k / m, value, unit):
                     return Derivation("×", (show(unit, a), f"{k:g}/{m:g}"))
+    if unit != "date" and computes and CUES_TOTAL.search(cues):
+        listed = [
+            v
+            for k in answer
+            if (f := _unit(k)) and f[0] == unit and not _close(f[1], value, unit)
+            for v in (f[1],)
+        ][:SUBSET]
+        for n in range(2, len(listed) + 1):
+            for terms in itertools.combinations(listed, n):
+                if _close(sum(terms), value, unit):
+                    return Derivation("+", tuple(show(unit, t) for t in terms))
     if unit == "money":
         for a in pools.get("money", [])[:POOL]:
             for p in pools.get("percent", [])[:POOL]:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
+from veredito.worker.rules import gazetteer as gz
 from veredito.worker.rules.derive import CUES, Derivation, derive
 from veredito.worker.rules.detectors import (
     DETECTORS,
@@ -71,6 +72,42 @@ _META = re.compile(
 
 _QUANTITIES = ("money", "percent", "duration:", "count:", "number", "date")
 
+_UF_CODES = frozenset(gz.UFS)
+_UF_SUFFIX = re.compile(
+    r"\b(?:TJ|TRE|TRT|TRF|MP|DPE)-?([A-Z]{2})\b|\b[A-Z][A-Za-z]{1,12}[-/]([A-Z]{2})\b"
+)
+_UF_DOMAIN = re.compile(r"\.([a-z]{2})\.gov\.br\b")
+# a state's capital, said as "a capital" or through its court ("Comarca da Capital do TJRJ")
+_CAPITALS = {
+    "rio branco": "AC",
+    "maceio": "AL",
+    "macapa": "AP",
+    "manaus": "AM",
+    "salvador": "BA",
+    "fortaleza": "CE",
+    "brasilia": "DF",
+    "vitoria": "ES",
+    "goiania": "GO",
+    "sao luis": "MA",
+    "cuiaba": "MT",
+    "campo grande": "MS",
+    "belo horizonte": "MG",
+    "belem": "PA",
+    "joao pessoa": "PB",
+    "curitiba": "PR",
+    "recife": "PE",
+    "teresina": "PI",
+    "rio de janeiro": "RJ",
+    "natal": "RN",
+    "porto alegre": "RS",
+    "porto velho": "RO",
+    "boa vista": "RR",
+    "florianopolis": "SC",
+    "sao paulo": "SP",
+    "aracaju": "SE",
+    "palmas": "TO",
+}
+
 # an answer about the user's own case ("com renda de R$ 4.200, você fica na Faixa 2")
 _PERSONAL = re.compile(r"\b(?:voce|voces|seu|sua|seus|suas|te|contigo|no seu caso)\b")
 
@@ -116,11 +153,13 @@ class ContextIndex:
         self.sources: frozenset[str] = self.keys  # what a derived value may be computed from
         self.personal = False  # the answer speaks to the user about their case
         self.cues = ""  # the folded answer: "em dobro" said once, a result later
+        self.answer: frozenset[str] = frozenset()  # the answer's own keys (a "total" adds them)
 
     def attach(self, given: frozenset[str], answer: frozenset[str], text: str = "") -> ContextIndex:
         """Add the query's keys (values the user gave ground the answer's), the answer's
         (operands of a derived value) and the answer's folded ``text``."""
         self.given = given
+        self.answer = answer
         self.sources = self.keys | given | answer
         self.cues = fold(text)
         self.personal = _PERSONAL.search(self.cues) is not None
@@ -137,6 +176,15 @@ class ContextIndex:
     @cached_property
     def folded(self) -> str:
         return fold(" \n ".join(self.chunks))
+
+    @cached_property
+    def implied_ufs(self) -> frozenset[str]:
+        """States the context names only through a body or a court: "Procon-PE", "TJRJ",
+        "Detran/SP", "procon.sp.gov.br"."""
+        text = " \n ".join(self.chunks)
+        found = {m.group(1) or m.group(2) for m in _UF_SUFFIX.finditer(text)}
+        found |= {m.group(1).upper() for m in _UF_DOMAIN.finditer(text)}
+        return frozenset(found & _UF_CODES)
 
 
 class _Incomplete(Exception):
@@ -301,6 +349,18 @@ def _wrong_slot(mention: Mention, claim: str, ctx: ContextIndex) -> bool:
     return any(claim_stems & s.stems for s in ctx.slots if s.kinds & kinds and not s.keys & keys)
 
 
+def _implied_place(mention: Mention, ctx: ContextIndex) -> bool:
+    """A state the context implies (:attr:`ContextIndex.implied_ufs`), or its capital when the
+    context speaks of "a capital"."""
+    for key in mention.keys:
+        kind, _, value = key.partition("|")
+        if kind == "uf" and value in ctx.implied_ufs:
+            return True
+        if kind == "city" and _CAPITALS.get(value) in ctx.implied_ufs and "capital" in ctx.folded:
+            return True
+    return False
+
+
 def _same_slot(mention: Mention, claim: str, ctx: ContextIndex) -> bool:
     """Does the context give a value of this kind *for the same thing*? For amounts: a context
     amount of the same kind whose clause shares a content word with the claim, or a claim that
@@ -360,6 +420,8 @@ def _check(
             return Check(mention, "grounded", None)
     if not mention.contradictable and fold(mention.text) in ctx.folded:
         return Check(mention, "grounded", None)  # named in a way the detectors did not catch
+    if _implied_place(mention, ctx):
+        return Check(mention, "grounded", None)  # "Procon-PE" names Pernambuco
     quantity = any(k.startswith(_QUANTITIES) for k in mention.keys)
     if (mention.contradictable or quantity) and not ctx.complete:
         raise _Incomplete  # another value of its kind, or an operand, may be in a clause not read
@@ -367,7 +429,12 @@ def _check(
         folded_claim = fold(claim)
         for key in mention.keys:
             derivation = derive(
-                key, ctx.sources - mention.keys, folded_claim, own - mention.keys, ctx.cues
+                key,
+                ctx.sources - mention.keys,
+                folded_claim,
+                own - mention.keys,
+                ctx.cues,
+                ctx.answer,
             )
             if derivation is not None:
                 return Check(mention, "grounded", "derived", derivation)
