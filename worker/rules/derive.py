@@ -233,9 +233,9 @@ def derive(
             for d in pools.get("duration:day", []) + pools.get("duration:workday", []):
                 if day + timedelta(days=int(d)) == target_day:
                     return Derivation("+ dias", (day.isoformat(), f"{d:g} dias"))
-            for m in pools.get("duration:month", []):
-                if _add_months(day, int(m)) == target_day:
-                    return Derivation("+ meses", (day.isoformat(), f"{m:g} meses"))
+            for months in pools.get("duration:month", []):
+                if _add_months(day, int(months)) == target_day:
+                    return Derivation("+ meses", (day.isoformat(), f"{months:g} meses"))
     if unit.startswith("duration:") or unit == "number":
         days = [date.fromordinal(int(d)) for d in pools.get("date", [])[:POOL]]
         for first, second in itertools.combinations(days, 2):
