@@ -341,3 +341,163 @@ def test_answer_driven_judging_equals_reading_the_whole_context() -> None:
             differ.append(answer)
     assert len(rows) > 600
     assert differ == []
+
+
+# -- answers as chatbots write them (issue 10) ------------------------------------------------
+
+
+def test_markdown_and_citation_debris_become_sentences_or_are_dropped() -> None:
+    from veredito.worker.rules.markdown import claims_of
+
+    answer = (
+        "## Prazo para desistir\n\n"
+        "Você tem **7 dias** para desistir [1][3]. Veja o [art. 49](https://planalto.gov.br/x) "
+        "do CDC.\ue200cite\ue202turn0search6\ue201\n\n"
+        "- Devolução *imediata* dos valores citeturn1search2;\n"
+        "1. Vale para compras pela internet.\n\n"
+        "| Item | Prazo |\n|---|---|\n| Desistência | 7 dias |\n\n"
+        "> Atenção: guarde os comprovantes.\n\n"
+        "Citations: [1] https://www.planalto.gov.br/ccivil_03/leis/l8078.htm [2] https://x.y\n"
+        "--- Resposta do Perplexity: pplx.ai/share"
+    )
+    sentences, dropped = claims_of(answer)
+    assert sentences == [
+        "Você tem 7 dias para desistir.",
+        "Veja o art. 49 do CDC.",
+        "Devolução imediata dos valores;",
+        "Vale para compras pela internet.",
+        "Item Desistência; Prazo 7 dias.",
+        "Atenção: guarde os comprovantes.",
+    ]
+    assert dropped >= 4  # the heading, the table's header and rule, the sources, the footer
+    flat = (
+        '"# Critérios para Declarar o IRPF 2024 No Brasil, **estão obrigadas** as pessoas com '
+        'renda acima de R$ 30.639,90 [2]. - **Bens:** acima de R$ 800.000,00."'
+    )
+    sentences, dropped = claims_of(flat)
+    assert sentences[0].startswith("No Brasil, estão obrigadas")
+    assert dropped == 1 and not any("#" in s or "[2]" in s for s in sentences)
+
+
+def test_no_markdown_or_citation_fragment_is_judged_as_a_claim() -> None:
+    context = ["Art. 49 do CDC: o consumidor pode desistir no prazo de 7 dias."]
+    answer = (
+        "# Direito de arrependimento\nVocê pode desistir em 7 dias [1].\nFontes: [1] https://a.b"
+    )
+    judged = judge_answer(answer, context)
+    assert [(c.text, c.verdict) for c in judged] == [("Você pode desistir em 7 dias.", "grounded")]
+
+
+def _judge(answer: str, context: list[str], query: str = "") -> list[tuple[str, str | None]]:
+    from veredito.worker.rules import judge
+
+    out = []
+    for claim in judge(answer, context, query).claims:
+        out += [(c.mention.text, c.finding) for c in claim.checks]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("context", "query", "answer", "value"),
+    [
+        (
+            ["A multa por rescisão é de 2 mensalidades. A mensalidade do plano é de R$ 310,00."],
+            "",
+            "Se cancelar agora, a multa fica em R$ 620.",
+            "R$ 620",
+        ),
+        (
+            ["O DAS-MEI corresponde a 5% do salário mínimo.", "O salário mínimo é R$ 1.518,00."],
+            "",
+            "Você paga 5% de R$ 1.518, ou seja, R$ 75,90 por mês.",
+            "R$ 75,90",
+        ),
+        (
+            ["A licença-maternidade é de 120 dias.", "A empresa cidadã prorroga por 60 dias."],
+            "",
+            "Somando os 120 dias e a prorrogação, são 180 dias no total.",
+            "180 dias",
+        ),
+        (
+            ["O consumidor pode desistir no prazo de 7 dias a contar do recebimento."],
+            "Recebi o produto em 10/03/2025.",
+            "Como recebeu em 10/03/2025, pode desistir até 17/03/2025.",
+            "17/03/2025",
+        ),
+        (
+            ["A cobrança indevida dá direito à devolução em dobro do valor pago em excesso."],
+            "Paguei R$ 150 a mais na fatura.",
+            "A devolução é em dobro. Você deve receber R$ 300.",
+            "R$ 300",
+        ),
+    ],
+)
+def test_a_value_derived_from_the_context_is_grounded_and_says_how(
+    context: list[str], query: str, answer: str, value: str
+) -> None:
+    from veredito.worker.rules import judge
+
+    checks = [c for claim in judge(answer, context, query).claims for c in claim.checks]
+    (derived,) = [c for c in checks if c.mention.text == value]
+    assert (derived.status, derived.finding) == ("grounded", "derived")
+    assert derived.derivation is not None and derived.derivation.operands
+    assert all(c.status == "grounded" for c in checks), [(c.mention.text, c.status) for c in checks]
+
+
+def test_a_derivation_that_does_not_hold_is_contradicted() -> None:
+    context = ["A multa é de 2 mensalidades; a mensalidade é de R$ 310,00."]
+    found = _judge("A multa é de 2 × R$ 310, ou seja, R$ 640.", context)
+    assert ("R$ 640", "conflicts_with_context") in found
+
+
+def test_the_users_own_values_ground_the_answer_unless_the_context_says_otherwise() -> None:
+    context = ["O BPC exige renda por pessoa de até 1/4 do salário mínimo (R$ 379,50)."]
+    query = "Na minha casa são 4 pessoas e a renda é de R$ 1.400."
+    found = _judge("Com renda de R$ 1.400, você está acima do limite.", context, query)
+    assert found == [("R$ 1.400", None)]
+    telecom = ["O prazo máximo de fidelização nos serviços de telecomunicações é de 12 meses."]
+    asked = "Meu contrato tem fidelidade de 24 meses. Isso é permitido?"
+    found = _judge(
+        "Pode sim: nos serviços de telecom a fidelidade vai até 24 meses.", telecom, asked
+    )
+    assert ("24 meses", "conflicts_with_context") in found
+    # a programme the user asks about grounds nothing the answer says of it
+    assert ("Auxílio Gás", "absent_from_context") in _judge(
+        "O Auxílio Gás paga R$ 102 a cada dois meses.",
+        ["O BPC paga um salário mínimo ao idoso."],
+        "O contexto fala do Auxílio Gás?",
+    )
+
+
+def test_a_state_implied_by_a_body_or_court_is_grounded() -> None:
+    assert _judge("Em Pernambuco, reclame no Procon.", ["Procon-PE: reclamações pelo site."]) == [
+        ("Pernambuco", None),
+        ("Procon", None),
+    ]
+    court = ["TJRJ – 2º Juizado Especial Cível da Comarca da Capital."]
+    assert ("Rio de Janeiro", None) in _judge("O processo corre no Rio de Janeiro.", court)
+    assert ("Bahia", "absent_from_context") in _judge("Na Bahia, reclame no Procon.", court)
+
+
+def test_a_value_about_what_the_context_does_not_address_is_invented_not_contradicted() -> None:
+    context = ["O prazo de carência para consultas é de 30 dias."]
+    found = _judge("A taxa de adesão custa R$ 90.", context + ["A mensalidade é de R$ 250."])
+    assert found == [("R$ 90", "absent_from_context")]
+    assert _judge("O prazo de carência para consultas é de 60 dias.", context) == [
+        ("60 dias", "conflicts_with_context")
+    ]
+
+
+def test_findings_carry_operands_only_when_derived() -> None:
+    from veredito.worker.verdict import RuleFinding
+
+    plain = RuleFinding(category="LEI", text="Lei 1/2000", kind="absent_from_context")
+    assert "operands" not in plain.model_dump() and plain.problem
+    derived = RuleFinding(
+        category="PRAZO_VALOR",
+        text="R$ 620",
+        kind="derived",
+        operation="×",
+        operands=["R$ 310,00", "2"],
+    )
+    assert derived.model_dump()["operands"] == ["R$ 310,00", "2"] and not derived.problem
