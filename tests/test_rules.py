@@ -481,7 +481,7 @@ def test_a_state_implied_by_a_body_or_court_is_grounded() -> None:
 
 def test_a_value_about_what_the_context_does_not_address_is_invented_not_contradicted() -> None:
     context = ["O prazo de carência para consultas é de 30 dias."]
-    found = _judge("A taxa de adesão custa R$ 90.", context + ["A mensalidade é de R$ 250."])
+    found = _judge("A taxa de adesão custa R$ 90.", [*context, "A mensalidade é de R$ 250."])
     assert found == [("R$ 90", "absent_from_context")]
     assert _judge("O prazo de carência para consultas é de 60 dias.", context) == [
         ("60 dias", "conflicts_with_context")
@@ -501,3 +501,18 @@ def test_findings_carry_operands_only_when_derived() -> None:
         operands=["R$ 310,00", "2"],
     )
     assert derived.model_dump()["operands"] == ["R$ 310,00", "2"] and not derived.problem
+
+
+def test_calibrate_by_verdict_shows_the_claim_confusion(capsys: pytest.CaptureFixture[str]) -> None:
+    from veredito.worker.cli import main
+
+    code = main(
+        ["calibrate", str(ROOT / "tests/data/holdout.jsonl"), "--judge", "rules", "--by-verdict"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    matrix = out.split("\n\n")[1].splitlines()[2:]  # after the title and the column names
+    rows = {line.split()[0]: [int(n) for n in line.split()[1:]] for line in matrix}
+    assert list(rows) == ["grounded", "partial", "invented", "contradicted"]
+    assert sum(rows["grounded"]) > 50 and sum(rows["contradicted"]) > 5
+    assert "precision" in out

@@ -89,6 +89,29 @@ class Report:
             "misjudged": self.errors,
         }
 
+    def by_verdict(self) -> str:
+        """Claims by gold verdict (rows: the labelled span a claim holds, else grounded) and
+        predicted verdict (columns), with each verdict's precision and recall."""
+        columns = [*VERDICTS, "missed"]
+        lines = [
+            f"records {self.records}, failed {self.failed}",
+            "",
+            "claims: gold verdict (rows) × predicted verdict (columns)",
+            f"{'':<14}" + "".join(f"{c:>14}" for c in columns),
+        ]
+        for gold in VERDICTS:
+            row = [self.confusion.get((gold, p), 0) for p in columns]
+            lines.append(f"{gold:<14}" + "".join(f"{n:>14}" for n in row))
+        lines += ["", f"{'verdict':<14}{'precision':>10}{'recall':>8}{'gold':>6}{'predicted':>10}"]
+        for verdict in VERDICTS:
+            hit = self.confusion.get((verdict, verdict), 0)
+            labelled = sum(self.confusion.get((verdict, p), 0) for p in columns)
+            said = sum(self.confusion.get((g, verdict), 0) for g in VERDICTS)
+            precision = f"{hit / said:.2f}" if said else "   -"
+            recall = f"{hit / labelled:.2f}" if labelled else "   -"
+            lines.append(f"{verdict:<14}{precision:>10}{recall:>8}{labelled:>6}{said:>10}")
+        return "\n".join(lines) + "\n"
+
     def table(self) -> str:
         def fmt(x: float | None) -> str:
             return "   -" if x is None else f"{x:.2f}"
@@ -172,6 +195,12 @@ def score(records: Sequence[dict[str, Any]], verdicts: Sequence[Verdict]) -> Rep
             needle = fold(span["text"])
             claim = next((c for c in verdict.claims if needle in fold(c.text)), None)
             report.confusion[(gold, claim.verdict if claim else "missed")] += 1
+        # the claims no labelled span falls in: a faithful reader calls them grounded
+        needles = [fold(span["text"]) for span in labels.get("spans", [])]
+        for claim in verdict.claims:
+            folded = fold(claim.text)
+            if not any(n in folded for n in needles):
+                report.confusion[("grounded", claim.verdict)] += 1
         if predicted != labels["hallucinated"] or predicted_categories != gold_categories:
             report.errors.append(
                 {

@@ -128,6 +128,11 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--prompts", help="claims,faithfulness (default both)")
     calibrate.add_argument("--concurrency", type=int, help="evaluations in flight")
     calibrate.add_argument("--json", action="store_true", help="print the report as JSON")
+    calibrate.add_argument(
+        "--by-verdict",
+        action="store_true",
+        help="claims by gold and predicted verdict (grounded, partial, invented, contradicted)",
+    )
     return parser
 
 
@@ -460,6 +465,8 @@ def _calibrate(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     if args.json:
         print(json.dumps(report.as_dict(), ensure_ascii=False, indent=2))
+    elif args.by_verdict:
+        print(report.by_verdict(), end="")
     else:
         print(report.table(), end="")
     return 0
