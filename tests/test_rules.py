@@ -516,3 +516,14 @@ def test_calibrate_by_verdict_shows_the_claim_confusion(capsys: pytest.CaptureFi
     assert list(rows) == ["grounded", "partial", "invented", "contradicted"]
     assert sum(rows["grounded"]) > 50 and sum(rows["contradicted"]) > 5
     assert "precision" in out
+
+
+def test_list_titles_and_flattened_headings_are_not_claims() -> None:
+    from veredito.worker.rules.markdown import claims_of
+
+    sentences, dropped = claims_of(
+        "Nesses casos, o contribuinte pode:\n- retificar a declaração em até 5 anos.\n\n"
+        "Documentação Necessária\n\nGuarde os recibos por 5 anos. ---"
+    )
+    assert sentences == ["retificar a declaração em até 5 anos.", "Guarde os recibos por 5 anos."]
+    assert dropped == 2  # the list's title and the heading

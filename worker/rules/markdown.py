@@ -145,8 +145,27 @@ def claims_of(answer: str) -> tuple[list[str], int]:
     sentences: list[str] = []
     for piece in pieces:
         for sentence in split_sentences(_BULLET.sub("", clean(piece))):
-            if sentence.strip(" .;:-•*#|>"):
+            sentence = _TRAILING_RULE.sub("", sentence)
+            if sentence.strip(" .;:-•*#|>") and not _is_title(sentence):
                 sentences.append(sentence)
             else:
                 dropped += 1
     return sentences, dropped
+
+
+_TRAILING_RULE = re.compile(r"\s*(?:-{3,}|\*{3,}|_{3,})\s*$")
+_SMALL_WORDS = frozenset("a o as os e de do da dos das em no na nos nas para por com ou".split())
+
+
+def _is_title(sentence: str) -> bool:
+    """A piece that states nothing: a list's title ("Nesses casos, o contribuinte pode:",
+    "O cálculo do imposto seria:"), or a short heading whose line breaks were lost
+    ("Documentação Necessária", "Via Certificado Digital")."""
+    text = sentence.strip()
+    if text.endswith(":"):
+        return True
+    words = text.rstrip(".").split()
+    if not words or len(words) > 6 or text[-1:] in ".!?;":
+        return False
+    content = [w for w in words if w.lower() not in _SMALL_WORDS]
+    return bool(content) and all(w[:1].isupper() or w[:1].isdigit() for w in content)
