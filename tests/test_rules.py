@@ -70,6 +70,8 @@ def keys(text: str, category: str | None = None) -> set[str]:
         ("metade das férias", "PRAZO_VALOR", "percent|50"),
         ("01/01/2024", "PRAZO_VALOR", "date|2024-01-01"),
         ("1º de janeiro de 2024", "PRAZO_VALOR", "date|2024-01-01"),
+        ("em 01.01.2024", "PRAZO_VALOR", "date|2024-01-01"),
+        ("em 2024-01-01", "PRAZO_VALOR", "date|2024-01-01"),
         ("primeiro de janeiro de 2024", "PRAZO_VALOR", "date|2024-01-01"),
         ("em maio de 2024", "PRAZO_VALOR", "monthyear|2024-05"),
         ("30 dias", "PRAZO_VALOR", "duration:day|30"),

@@ -562,6 +562,11 @@ _MONTH_STEMS = (
     "dezembro",
 )
 _DATE_NUMERIC = re.compile(r"(?P<d>\d(?<![\d/]\d)\d?)/(?P<m>\d{1,2})/(?P<y>\d{4}|\d{2})(?![\d/])")
+# "05.03.2025" and ISO "2025-03-05" (a 4-digit year, so that 1.500.000 stays a number)
+_DATE_OTHER = re.compile(
+    r"(?<![\d.-])(?:(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>(?:19|20)\d{2})"
+    r"|(?P<Y>(?:19|20)\d{2})-(?P<M>\d{2})-(?P<D>\d{2}))(?![\d.-]?\d)"
+)
 _DATE_WORDS = _ci(
     r"(?:(?P<d>\d{1,2})\s*[º°o]?|(?P<first>primeiro))\s+de\s+(?P<month>janeiro|fevereiro|mar[cç]o|"
     r"abril|maio|junho|julho|agosto|setembro|outubro|novembro|dezembro)(?:\s+de\s+(?P<y>\d{4}))?"
@@ -677,6 +682,21 @@ def detect_amounts(text: str, folded: str) -> list[Mention]:
             {f"date|{year}-{month:02d}-{day:02d}"},
             {f"daymonth|{month:02d}-{day:02d}", f"monthyear|{year}-{month:02d}", f"year|{year}"},
         )
+    for m in _DATE_OTHER.finditer(text) if ("." in text or "-" in text) else ():
+        y, mo, d = (
+            (m.group("y"), m.group("m"), m.group("d")) if m.group("y") else m.group("Y", "M", "D")
+        )
+        year, month, day = int(y), int(mo), int(d)
+        if 1 <= month <= 12 and 1 <= day <= 31 and free(m):
+            add(
+                m,
+                {f"date|{year}-{month:02d}-{day:02d}"},
+                {
+                    f"daymonth|{month:02d}-{day:02d}",
+                    f"monthyear|{year}-{month:02d}",
+                    f"year|{year}",
+                },
+            )
     for m in _DATE_WORDS.finditer(folded) if has_month else ():
         if not free(m):
             continue

@@ -43,6 +43,8 @@ def tokens(folded: str) -> frozenset[bytes]:
         out.difference_update(odd)
         for t in odd:
             out.update(_TOKEN.findall(t))
+            if t.count(b".") > 1:  # "05.03.2025": a date's day, month and year apart
+                out.update(p for p in t.split(b".") if p)
     # "004.812" and "0030" also hold 4812 and 30 (a probe has no leading zeros but "03")
     padded = [t for t in out if t[:1] == b"0" and len(t) > 1]
     for t in padded:
