@@ -56,7 +56,11 @@ _ADVICE = re.compile(
     r"(?:^\W*|\b)(?:sugiro|sugerimos|recomendo|recomendamos|recomenda-se|o\s+ideal|vale\s+(?:a\s+pena\s+)?"
     r"(?:confirmar|verificar|consultar)|procure|consulte|confirme|verifique|entre\s+em\s+contato|"
     r"em\s+caso\s+de\s+d[uú]vida|qualquer\s+d[uú]vida|fique\s+[àa]\s+vontade|espero|"
-    r"estou\s+[àa]\s+disposi|se\s+precisar|posso\s+ajudar|lembre-se|importante:|aten[cç][aã]o:)",
+    r"estou\s+[àa]\s+disposi|se\s+precisar|posso\s+ajudar|lembre-se|importante:|aten[cç][aã]o:|"
+    r"[eé]\s+(?:aconselh[aá]vel|recomend[aá]vel|prudente|importante|fundamental|essencial)\s+"
+    r"(?:que\s+)?(?:manter|guardar|consultar|verificar|conferir|realizar|buscar|procurar|fazer|"
+    r"acompanhar|o\s+contribuinte)|consultar\s+(?:um|uma|o|a)\s+(?:contador|profission|especialist|"
+    r"advogad))",
     re.IGNORECASE,
 )
 

@@ -153,6 +153,7 @@ def claims_of(answer: str) -> tuple[list[str], int]:
     return sentences, dropped
 
 
+_SOURCES_LEAD = re.compile(r"(?:fontes|refer[eê]ncias|citations|sources)\s*:", re.IGNORECASE)
 _TRAILING_RULE = re.compile(r"\s*(?:-{3,}|\*{3,}|_{3,})\s*$")
 _SMALL_WORDS = frozenset("a o as os e de do da dos das em no na nos nas para por com ou".split())
 
@@ -162,7 +163,7 @@ def _is_title(sentence: str) -> bool:
     "O cálculo do imposto seria:"), or a short heading whose line breaks were lost
     ("Documentação Necessária", "Via Certificado Digital")."""
     text = sentence.strip()
-    if text.endswith(":"):
+    if text.endswith(":") or _SOURCES_LEAD.match(text):
         return True
     words = text.rstrip(".").split()
     if not words or len(words) > 6 or text[-1:] in ".!?;":
