@@ -529,3 +529,20 @@ def test_list_titles_and_flattened_headings_are_not_claims() -> None:
     )
     assert sentences == ["retificar a declaração em até 5 anos.", "Guarde os recibos por 5 anos."]
     assert dropped == 2  # the list's title and the heading
+
+
+def test_times_of_day_days_of_month_and_days_of_a_month_without_year() -> None:
+    assert keys("entre 22h e 6h30") == {"clock|22:00", "clock|06:30"}
+    assert "dayofmonth|20" in keys("até o dia 20 do mês seguinte")
+    context = ["Art. 49 do CDC: o consumidor pode desistir no prazo de 7 dias do recebimento."]
+    query = "Meu pedido chegou no dia 10 de março. Até quando posso desistir?"
+    found = _judge(
+        "Como chegou em 10 de março, você pode desistir até 17 de março.", context, query
+    )
+    assert ("17 de março", "derived") in found
+    asked = "A operadora pode exigir fidelidade de 2 anos?"  # a question gives no fact
+    telecom = ["A fidelização não pode passar de 12 meses."]
+    assert ("24 meses", "absent_from_context") in _judge("Pode, até 24 meses.", telecom, asked) or (
+        "24 meses",
+        "conflicts_with_context",
+    ) in _judge("Pode, até 24 meses.", telecom, asked)

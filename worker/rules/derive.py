@@ -34,11 +34,12 @@ SUBSET = 8  # a "total" adds up to this many of the answer's own values (255 sum
 # plus durations and spans between dates need no cue (an exact day rarely matches by chance).
 CUES = re.compile(
     r"[×*=+]|\d\s*x\s*\d|\b(?:vezes|soma\w*|tota\w*|ou seja|result\w*|dobro|metade|triplo"
-    r"|desconto|acresc\w*|restam|restantes?|faltam|equivale\w*|corresponde\w*|parcelas? de"
-    r"|proporcional\w*|subtra\w*|diferenca|sobra\w*|divid\w*|no total|ao todo|calcul\w*"
-    r"|o que da|por pessoa|indo para|passa a ser|passa para|vai para|chega a|fica em|ficaria"
-    r"|ficam em|sera de|seria de|reajuste\w*|rende\w*)\b"
+    r"|restam|restantes?|faltam|equivale\w*|corresponde\w*|parcelas? de|subtra\w*|diferenca"
+    r"|sobra\w*|divid\w*|no total|ao todo|calcul\w*|o que da|por pessoa|indo para|passa a ser"
+    r"|passa para|vai para|chega a|fica em|ficaria|ficam em|sera de|seria de|entao)\b|\bda r\$"
 )
+# words that make an amount plus or minus a percentage worth trying ("com desconto de 3%")
+WEAK_CUES = re.compile(r"\b(?:desconto|acresc\w*|reajuste\w*|rende\w*|proporcional\w*|juros)\b")
 _FRACTION = re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,3})(?![\d/])")
 CUES_TOTAL = re.compile(r"\b(?:tota\w*|soma\w*|ao todo|no total)\b")
 _INTEGER = re.compile(r"(?<![\d.,])\d{1,4}(?![\d.,]\d)")
@@ -75,6 +76,9 @@ def _unit(key: str) -> tuple[str, float] | None:
         if base == "date":
             y, m, d = (int(p) for p in value.split("-"))
             return "date", float(date(y, m, d).toordinal())
+        if base in ("daymonth", "daymonth_free"):  # "10 de março": a day of a leap year
+            m, d = (int(p) for p in value.split("-"))
+            return "daymonth", float(date(2000, m, d).toordinal())
     except ValueError:
         return None
     return None
@@ -88,6 +92,8 @@ def _show(unit: str, value: float) -> str:
         return f"{value:g}%"
     if unit == "date":
         return date.fromordinal(int(value)).isoformat()
+    if unit == "daymonth":
+        return date.fromordinal(int(value)).strftime("%d/%m")
     if unit.startswith("duration:"):
         return f"{value:g} {unit.partition(':')[2]}"
     return f"{value:g}"
@@ -154,7 +160,8 @@ def derive(
         for k in sources
         if k.startswith("count:") and (count := k.partition("|")[2]).replace(".", "").isdigit()
     }
-    factors = sorted({v for v in (*own_numbers, *stated) if v > 1})[:FACTORS]
+    # never the value itself: "10%" must not be 1% × the 10 it is written with
+    factors = sorted({v for v in (*own_numbers, *stated) if v > 1 and v != value})[:FACTORS]
     words = cues + " " + answer_cues
     scaled = [
         f
@@ -164,7 +171,11 @@ def derive(
     factors += scaled
     show = _show
     computes = CUES.search(cues) is not None
-    if unit != "date" and not computes and scaled:  # "em dobro" said once, the result later
+    weak = WEAK_CUES.search(cues) is not None
+    own_same = {v for k in own if (f := _unit(k)) is not None and f[0] == unit for v in (f[1],)}
+    if (
+        unit not in ("date", "daymonth") and not computes and scaled
+    ):  # "em dobro" said once, the result later
         for a in same:
             for k in scaled:
                 if _close(a * k, value, unit):
@@ -174,8 +185,10 @@ def derive(
             span = _MONTH_NUMBERS[last] - _MONTH_NUMBERS[first]
             if span > 0 and value in (span, span + 1):
                 return Derivation("meses entre", (first, last))
-    if unit != "date" and computes:
+    if unit not in ("date", "daymonth") and computes:
         for a, b in itertools.combinations(same, 2):
+            if a not in own_same and b not in own_same:
+                continue  # "30 + 90 = 120" only where the claim writes 30 or 90
             if _close(a + b, value, unit):
                 return Derivation("+", (show(unit, a), show(unit, b)))
             if _close(abs(a - b), value, unit):
@@ -183,6 +196,8 @@ def derive(
                 return Derivation("-", (show(unit, hi), show(unit, lo)))
         if len(same) <= _THREE_TERMS:
             for a, b, c in itertools.combinations(same, 3):
+                if not own_same & {a, b, c}:
+                    continue
                 if _close(a + b + c, value, unit):
                     return Derivation("+", (show(unit, a), show(unit, b), show(unit, c)))
         for a in same:
@@ -194,7 +209,7 @@ def derive(
             for k, m in fractions:  # "8/12 de R$ 2.400"
                 if _close(a * k / m, value, unit):
                     return Derivation("×", (show(unit, a), f"{k:g}/{m:g}"))
-    if unit != "date" and computes and CUES_TOTAL.search(cues):
+    if unit not in ("date", "daymonth") and computes and CUES_TOTAL.search(cues):
         listed = [
             v
             for k in answer
@@ -213,7 +228,7 @@ def derive(
                     (a * (1 - p / 100), "- %"),
                     (a * (1 + p / 100), "+ %"),
                 ):
-                    if (op == "% de" or computes) and _close(result, value, unit):
+                    if (op == "% de" or computes or weak) and _close(result, value, unit):
                         return Derivation(op, (show("money", a), f"{p:g}%"))
     if unit == "percent" and computes:  # "1% ao mês; em 3 meses, 3%"
         for p in same:
@@ -226,16 +241,16 @@ def derive(
                 for k in factors:
                     if p != q and _close(p + k * q, value, unit):
                         return Derivation("+ p.p.", (f"{p:g}%", f"{k:g} × {q:g}%"))
-    if unit == "date":
+    if unit in ("date", "daymonth"):
         target_day = date.fromordinal(int(value))
-        for start in pools.get("date", [])[:POOL]:
+        for start in pools.get(unit, [])[:POOL]:
             day = date.fromordinal(int(start))
             for d in pools.get("duration:day", []) + pools.get("duration:workday", []):
                 if day + timedelta(days=int(d)) == target_day:
-                    return Derivation("+ dias", (day.isoformat(), f"{d:g} dias"))
+                    return Derivation("+ dias", (show(unit, start), f"{d:g} dias"))
             for months in pools.get("duration:month", []):
                 if _add_months(day, int(months)) == target_day:
-                    return Derivation("+ meses", (day.isoformat(), f"{months:g} meses"))
+                    return Derivation("+ meses", (show(unit, start), f"{months:g} meses"))
     if unit.startswith("duration:") or unit == "number":
         days = [date.fromordinal(int(d)) for d in pools.get("date", [])[:POOL]]
         for first, second in itertools.combinations(days, 2):

@@ -592,6 +592,10 @@ _UNITS = {
     "minuto": ("minute", 1),
     "minutos": ("minute", 1),
 }
+_CLOCK = re.compile(r"(?<![\w,.])(?P<h>\d{1,2})h(?P<min>\d{2})?(?!\w)")
+_DAY_OF_MONTH = re.compile(
+    r"dia(?<!\wdia)\s+(?P<d>\d{1,2})(?![\d/.,]|\s*(?:de\s+)?(?:" + "|".join(_MONTHS) + "))"
+)
 _DURATION = _ci(
     r"(?P<n>\d\d*(?:,\d+)?)\s*(?:\(\s*[\w\s]+\s*\)\s*)?"
     r"(?P<unit>dias?\s+[uú]teis|dia\s+[uú]til|dias\s+corridos|dias?|horas?|m[eê]s|meses|anos?|"
@@ -719,12 +723,21 @@ def detect_amounts(text: str, folded: str) -> list[Mention]:
         if free(m):
             month = _MONTHS[fold(m.group("month"))]
             add(m, {f"monthyear|{m.group('y')}-{month:02d}"}, {f"year|{m.group('y')}"})
+    for m in _CLOCK.finditer(folded) if "h" in folded else ():  # "22h", "às 6h30"
+        hour, minute = int(m.group("h")), int(m.group("min") or 0)
+        if hour <= 24 and minute < 60 and free(m):
+            add(m, {f"clock|{hour:02d}:{minute:02d}"})
+    for m in _DAY_OF_MONTH.finditer(folded) if "dia " in folded else ():  # "até o dia 20"
+        if free(m) and 1 <= int(m.group("d")) <= 31:
+            add(m, {f"dayofmonth|{int(m.group('d'))}"})
     for m in _DURATION.finditer(folded):
         if not free(m):
             continue
         unit, factor = _UNITS[re.sub(r"\s+", " ", fold(m.group("unit")))]
         value = float(m.group("n").replace(",", ".")) * factor
-        add(m, {f"duration:{unit}|{value:g}"})
+        # "das 22 horas às 5 horas" names the time of day a "22h" elsewhere gives
+        extra = [f"clock|{int(value):02d}:00"] if unit == "hour" and value <= 24 else []
+        add(m, {f"duration:{unit}|{value:g}"}, extra)
     fractions: Iterable[re.Match[str]] = _FRACTION.finditer(folded) if "/" in text else ()
     if "metade" in folded or "terc" in folded or "quart" in folded:
         fractions = sorted([*fractions, *_FRACTION_WORD.finditer(folded)], key=lambda m: m.start())
@@ -819,7 +832,11 @@ for _kinds, _detectors in (
     (("law", "lawyear", "article", "paragraph", "inciso"), _LAWS),
     (("body", "programme"), _BODIES),
     (("city", "uf", "region"), _PLACES),
-    (("money", "percent", "date", "daymonth", "daymonth_free", "monthyear", "number"), _AMOUNTS),
+    (
+        ("money", "percent", "date", "daymonth", "daymonth_free", "monthyear", "number", "clock"),
+        _AMOUNTS,
+    ),
+    (("dayofmonth",), _AMOUNTS),
     (("year",), _AMOUNTS),
 ):
     for _kind in _kinds:

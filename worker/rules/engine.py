@@ -74,7 +74,7 @@ _META = re.compile(
 )
 
 
-_QUANTITIES = ("money", "percent", "duration:", "count:", "number", "date")
+_QUANTITIES = ("money", "percent", "duration:", "count:", "number", "date", "daymonth")
 
 _UF_CODES = frozenset(gz.UFS)
 _UF_SUFFIX = re.compile(
@@ -473,15 +473,42 @@ def _keys(mentions: Sequence[Mention]) -> frozenset[str]:
 
 # what a user's own words can ground: their figures, dates, IDs and places, never a law, a body
 # or a programme (asking about the Auxílio Gás does not make the answer's facts about it true)
-_GIVEN_KINDS = (*_QUANTITIES, "year", "monthyear", "daymonth", "cpf", "cnpj", "city", "uf")
+_GIVEN_KINDS = (
+    *_QUANTITIES,
+    "year",
+    "monthyear",
+    "daymonth",
+    "dayofmonth",
+    "clock",
+    "cpf",
+    "cnpj",
+    "city",
+    "uf",
+)
+
+
+# the user's own facts: a statement, or a question in the first person ("paguei R$ 150 a mais",
+# "minha filha tem cinco anos?"); "a operadora pode exigir 2 anos?" gives no fact
+_FIRST_PERSON = re.compile(
+    r"\b(?:eu|meu|minha|meus|minhas|me|comigo|paguei|recebi|recebo|ganho|ganhei|tenho|tive|"
+    r"trabalhei|trabalho|comprei|fiz|sou|estou|moro|fui|pago|nasci|assinei|contratei|fechei)\b",
+    re.IGNORECASE,
+)
 
 
 def _query_keys(query: str) -> frozenset[str]:
     if not query:
         return frozenset()
+    facts = " ".join(
+        s
+        for s in re.split(r"(?<=[.!?])\s+", query)
+        if not s.rstrip().endswith("?") or _FIRST_PERSON.search(s)
+    )
+    if not facts:
+        return frozenset()
     return frozenset(
         k
-        for m in find_mentions(digitise(query))
+        for m in find_mentions(digitise(facts))
         for k in m.keys | m.extra
         if k.startswith(_GIVEN_KINDS)
     )

@@ -163,8 +163,10 @@ def _is_title(sentence: str) -> bool:
     "O cálculo do imposto seria:"), or a short heading whose line breaks were lost
     ("Documentação Necessária", "Via Certificado Digital")."""
     text = sentence.strip()
-    if text.endswith(":") or _SOURCES_LEAD.match(text):
+    if _SOURCES_LEAD.match(text):
         return True
+    if text.endswith(":"):  # a list's title, unless it states something checkable ("art. 19")
+        return not any(c.isdigit() for c in text)
     words = text.rstrip(".").split()
     if not words or len(words) > 6 or text[-1:] in ".!?;":
         return False

@@ -185,6 +185,11 @@ def probes(key: str) -> frozenset[bytes] | None:
         folded += _number(int(value.rpartition("-")[2]))
         if base == "date":  # "15 de março", and the year apart: "de 15 de março a ... de 2024"
             folded += _year(value.partition("-")[0])
+    elif base == "dayofmonth":
+        folded += _number(int(value))
+    elif base == "clock":  # "22h", "22 horas", "22h30"
+        folded += _number(int(value.partition(":")[0]))
+        folded += [f"{int(value.partition(':')[0])}h", f"{value.partition(':')[0]}h"]
     elif base == "monthyear":
         folded += _year(value.partition("-")[0])
     elif base == "law":
