@@ -563,10 +563,10 @@ _MONTH_STEMS = (
 )
 _DATE_NUMERIC = re.compile(r"(?P<d>\d(?<![\d/]\d)\d?)/(?P<m>\d{1,2})/(?P<y>\d{4}|\d{2})(?![\d/])")
 # "05.03.2025" and ISO "2025-03-05" (a 4-digit year, so that 1.500.000 stays a number)
-_DATE_OTHER = re.compile(
-    r"(?<![\d.-])(?:(?P<d>\d{1,2})\.(?P<m>\d{1,2})\.(?P<y>(?:19|20)\d{2})"
-    r"|(?P<Y>(?:19|20)\d{2})-(?P<M>\d{2})-(?P<D>\d{2}))(?![\d.-]?\d)"
+_DATE_DOTTED = re.compile(
+    r"(?P<d>\d(?<![\w.-]\d)\d?)\.(?P<m>\d{1,2})\.(?P<y>(?:19|20)\d{2})(?![\d.-]?\d)"
 )
+_DATE_ISO = re.compile(r"(?P<y>(?:19|20)(?<![\w.-]..)\d{2})-(?P<m>\d{2})-(?P<d>\d{2})(?![\d.-]?\d)")
 _DATE_WORDS = _ci(
     r"(?:(?P<d>\d{1,2})\s*[º°o]?|(?P<first>primeiro))\s+de\s+(?P<month>janeiro|fevereiro|mar[cç]o|"
     r"abril|maio|junho|julho|agosto|setembro|outubro|novembro|dezembro)(?:\s+de\s+(?P<y>\d{4}))?"
@@ -592,6 +592,7 @@ _UNITS = {
     "minuto": ("minute", 1),
     "minutos": ("minute", 1),
 }
+_CLOCK_GATE = re.compile(r"h(?<=\dh)")  # starts with a literal: re skips to each "h"
 _CLOCK = re.compile(r"(?<![\w,.])(?P<h>\d{1,2})h(?P<min>\d{2})?(?!\w)")
 _DAY_OF_MONTH = re.compile(
     r"dia(?<!\wdia)\s+(?P<d>\d{1,2})(?![\d/.,]|\s*(?:de\s+)?(?:" + "|".join(_MONTHS) + "))"
@@ -686,11 +687,13 @@ def detect_amounts(text: str, folded: str) -> list[Mention]:
             {f"date|{year}-{month:02d}-{day:02d}"},
             {f"daymonth|{month:02d}-{day:02d}", f"monthyear|{year}-{month:02d}", f"year|{year}"},
         )
-    for m in _DATE_OTHER.finditer(text) if ("." in text or "-" in text) else ():
-        y, mo, d = (
-            (m.group("y"), m.group("m"), m.group("d")) if m.group("y") else m.group("Y", "M", "D")
-        )
-        year, month, day = int(y), int(mo), int(d)
+    other_dates: list[re.Match[str]] = []
+    if ".19" in text or ".20" in text:
+        other_dates += _DATE_DOTTED.finditer(text)
+    if "-0" in text or "-1" in text:
+        other_dates += _DATE_ISO.finditer(text)
+    for m in other_dates:
+        year, month, day = int(m.group("y")), int(m.group("m")), int(m.group("d"))
         if 1 <= month <= 12 and 1 <= day <= 31 and free(m):
             add(
                 m,
@@ -723,7 +726,7 @@ def detect_amounts(text: str, folded: str) -> list[Mention]:
         if free(m):
             month = _MONTHS[fold(m.group("month"))]
             add(m, {f"monthyear|{m.group('y')}-{month:02d}"}, {f"year|{m.group('y')}"})
-    for m in _CLOCK.finditer(folded) if "h" in folded else ():  # "22h", "às 6h30"
+    for m in _CLOCK.finditer(folded) if _CLOCK_GATE.search(folded) else ():  # "22h", "6h30"
         hour, minute = int(m.group("h")), int(m.group("min") or 0)
         if hour <= 24 and minute < 60 and free(m):
             add(m, {f"clock|{hour:02d}:{minute:02d}"})

@@ -339,7 +339,7 @@ def _wrong_slot(mention: Mention, claim: str, ctx: ContextIndex) -> bool:
     "300 dias para partos ...; 180 dias para os demais casos")."""
     if not claim or not ctx.slots or not any(k.startswith(_SLOT_KINDS) for k in mention.keys):
         return False
-    if CUES.search(fold(claim)):
+    if _computes(claim):
         return False  # a computation takes its operands from anywhere
     claim_stems = _slot_stems(claim)
     if not claim_stems:
@@ -371,7 +371,7 @@ def _same_slot(mention: Mention, claim: str, ctx: ContextIndex) -> bool:
     computes (a wrong result). Other kinds (another law, article, CPF, city) always do."""
     if not any(k.startswith(_SLOT_KINDS) for k in mention.keys):
         return True
-    if CUES.search(fold(claim)):
+    if _computes(claim):
         return True
     if not _topic_stems(claim):
         return True  # "São 30 dias.": nothing but the value, about what was asked
@@ -386,6 +386,12 @@ def _topic_overlap(mention: Mention, claim: str, ctx: ContextIndex) -> bool:
 
 
 _UNIT_WORDS = frozenset(content_stems("dia dias hora horas mes meses ano anos reais real"))
+
+
+@lru_cache(maxsize=CHUNK_CACHE)
+def _computes(claim: str) -> bool:
+    """The claim shows a computation ("ou seja", "total", "×"…)."""
+    return CUES.search(fold(claim)) is not None
 
 
 @lru_cache(maxsize=CHUNK_CACHE)

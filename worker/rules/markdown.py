@@ -57,6 +57,12 @@ _BODY_START = frozenset(
     "É Há Você Quem Sua Seu".split()
 )
 _HEADING_WORDS = 20
+# anything markdown or a chatbot's citations could be made of; without it an answer is prose
+_MARKUP = re.compile(
+    r"[#*|\[\]`>_\ue200-\ue2ff\n]|cite|https?:|www\.|---|fontes|refer[eê]ncias|citations|"
+    r"sources|perplexity",
+    re.IGNORECASE,
+)
 
 
 def clean(text: str) -> str:
@@ -98,6 +104,10 @@ def _table_row(line: str, header: list[str]) -> str:
 def claims_of(answer: str) -> tuple[list[str], int]:
     """The sentences of ``answer`` worth judging, and how many pieces were dropped as non-claims
     (headings, source lists, footers, rules of tables)."""
+    if _MARKUP.search(answer) is None:  # plain prose, the common case: sentences only
+        every = split_sentences(answer)
+        sentences = [x for x in every if not _is_title(x)]
+        return sentences, len(every) - len(sentences)
     dropped = 0
     text = answer.replace("\r\n", "\n").strip()
     if len(text) > 1 and text[0] == text[-1] == '"':  # an export that quoted the whole answer
