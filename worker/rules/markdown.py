@@ -106,8 +106,8 @@ def claims_of(answer: str) -> tuple[list[str], int]:
     (headings, source lists, footers, rules of tables)."""
     if _MARKUP.search(answer) is None:  # plain prose, the common case: sentences only
         every = split_sentences(answer)
-        sentences = [x for x in every if not _is_title(x)]
-        return sentences, len(every) - len(sentences)
+        prose = [x for x in every if not _is_title(x)]
+        return prose, len(every) - len(prose)
     dropped = 0
     text = answer.replace("\r\n", "\n").strip()
     if len(text) > 1 and text[0] == text[-1] == '"':  # an export that quoted the whole answer
