@@ -1,6 +1,6 @@
 """Speed of the rules judge on distinct, realistic triples, on one core.
 
-    .venv/bin/python bench/rules_speed.py [--n 2000] [--repeat 3] [--seed 1]
+    .venv/bin/python bench/rules_speed.py [--n 2000] [--repeat 3] [--seed 1] [--tree DIR]
 
 The triples come from ``bench/corpus.py``: three chunks of about 610 characters and an answer of
 about 580, every chunk different, so no cache sees the same text twice. Each of ``--repeat``
@@ -53,15 +53,24 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--tree",
+        default=None,
+        help="judge with another checkout's code: the folder holding its veredito package "
+        "(scripts/typecheck-tree.sh makes one), to compare before and after",
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.tree:
+        sys.path.insert(0, str(Path(args.tree).resolve()))
     if args.child:
         print(json.dumps(one_run(args.n, args.seed)))
         return
     runs = []
     for _ in range(args.repeat):
         out = subprocess.run(
-            [sys.executable, __file__, "--child", "--n", str(args.n), "--seed", str(args.seed)],
+            [sys.executable, __file__, "--child", "--n", str(args.n), "--seed", str(args.seed)]
+            + (["--tree", args.tree] if args.tree else []),
             check=True,
             capture_output=True,
             text=True,

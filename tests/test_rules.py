@@ -218,6 +218,9 @@ def test_grounded_claims_point_at_their_chunk() -> None:
 
 FLOORS = {
     # set: (answer F1, {category: (precision, recall)})
+    # issue 10's sets, read and worked on after their first run (docs/rules.md, "Accuracy")
+    "holdout3.jsonl": (0.82, {"LEI": (0.9, 0.95), "GEOGRAFIA_BR": (0.9, 0.8)}),
+    "holdout4.jsonl": (0.85, {"LEI": (0.9, 0.95), "GEOGRAFIA_BR": (0.95, 0.95)}),
     "devset.jsonl": (
         0.95,
         {
