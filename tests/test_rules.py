@@ -549,3 +549,14 @@ def test_times_of_day_days_of_month_and_days_of_a_month_without_year() -> None:
         "24 meses",
         "conflicts_with_context",
     ) in _judge("Pode, até 24 meses.", telecom, asked)
+
+
+def test_the_numbers_a_claim_computes_with_are_grounded_with_its_result() -> None:
+    context = ["O empregador deposita 8% da remuneração no FGTS todo mês."]
+    query = "Meu salário é R$ 2.500."
+    found = _judge(
+        "O depósito mensal é de R$ 200. Em 12 meses, isso soma R$ 2.400.", context, query
+    )
+    assert ("R$ 2.400", "derived") in found and ("12 meses", "derived") in found
+    discount = ["Pelo SNE, o infrator que não recorrer paga 60% do valor da multa."]
+    assert ("40%", "derived") in _judge("Você paga 60%, ou seja, um desconto de 40%.", discount)

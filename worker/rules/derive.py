@@ -36,7 +36,8 @@ CUES = re.compile(
     r"[×*=+]|\d\s*x\s*\d|\b(?:vezes|soma\w*|tota\w*|ou seja|result\w*|dobro|metade|triplo"
     r"|restam|restantes?|faltam|equivale\w*|corresponde\w*|parcelas? de|subtra\w*|diferenca"
     r"|sobra\w*|divid\w*|no total|ao todo|calcul\w*|o que da|por pessoa|indo para|passa a ser"
-    r"|passa para|vai para|chega a|fica em|ficaria|ficam em|sera de|seria de|entao)\b|\bda r\$"
+    r"|passa para|vai para|chega a|fica em|ficaria|ficam em|sera de|seria de|entao|daria|aumento"
+    r"|sobe para|ir ate)\b|\bda r\$|→|=>"
 )
 # words that make an amount plus or minus a percentage worth trying ("com desconto de 3%")
 WEAK_CUES = re.compile(r"\b(?:desconto|acresc\w*|reajuste\w*|rende\w*|proporcional\w*|juros)\b")
@@ -154,7 +155,11 @@ def derive(
         own_numbers = sorted(
             {*own_numbers, *(float(n) for n in _INTEGER.findall(cues) if 0 < int(n) <= 1000)}
         )
-    fractions = [(int(k), int(m)) for k, m in _FRACTION.findall(cues) if 0 < int(k) < int(m)]
+    fractions = [
+        (int(k), int(m))
+        for k, m in _FRACTION.findall(cues + " " + answer_cues)
+        if 0 < int(k) < int(m)
+    ]
     stated = {
         float(count)
         for k in sources
@@ -230,6 +235,10 @@ def derive(
                 ):
                     if (op == "% de" or computes or weak) and _close(result, value, unit):
                         return Derivation(op, (show("money", a), f"{p:g}%"))
+    if unit == "percent" and (computes or weak):  # "paga 60% (desconto de 40%)"
+        for p in same:
+            if 0 < p < 100 and _close(100 - p, value, unit):
+                return Derivation("100% -", (f"{p:g}%",))
     if unit == "percent" and computes:  # "1% ao mês; em 3 meses, 3%"
         for p in same:
             for k in own_numbers:

@@ -473,6 +473,33 @@ def check_text(text: str, ctx: ContextIndex | Sequence[str], query: str = "") ->
     return check_texts([text], ctx, query)[0]
 
 
+def _operands_grounded(checks: list[Check]) -> list[Check]:
+    """A number the claim computes with is not a claim of its own: "em 12 meses, isso soma
+    R$ 2.400" takes 12 as the factor of a derived value, so "12 meses" is grounded with it."""
+    used = {
+        operand
+        for c in checks
+        if c.derivation is not None
+        for operand in c.derivation.operands
+        if operand.replace(".", "").replace("/", "").isdigit()
+    }
+    used |= {part for u in list(used) for part in u.split("/")}
+    if not used:
+        return checks
+    out = []
+    for c in checks:
+        values = {k.partition("|")[2] for k in c.mention.keys}
+        if (
+            c.status != "grounded"
+            and values & used
+            and any(k.startswith(_QUANTITIES) for k in c.mention.keys)
+        ):
+            out.append(Check(c.mention, "grounded", "derived", c.derivation))
+        else:
+            out.append(c)
+    return out
+
+
 def _keys(mentions: Sequence[Mention]) -> frozenset[str]:
     return frozenset(k for m in mentions for k in m.keys)
 
@@ -591,6 +618,7 @@ def judge_claim(
     else:
         own = frozenset(k for m in mentions for k in m.keys)
         checks = [_check(m, ctx, digits, own) for m in mentions]
+    checks = _operands_grounded(checks)
     grounded_keys = {k for c in checks if c.status == "grounded" for k in c.mention.keys}
     for status in ("contradicted", "invented"):
         bad = [c for c in checks if c.status == status]

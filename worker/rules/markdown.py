@@ -178,7 +178,7 @@ def _is_title(sentence: str) -> bool:
     if text.endswith(":"):  # a list's title, unless it states something checkable ("art. 19")
         return not any(c.isdigit() for c in text)
     words = text.rstrip(".").split()
-    if not words or len(words) > 6 or text[-1:] in ".!?;":
-        return False
+    if not words or len(words) > 6 or text[-1:] in ".!?;" or any(c.isdigit() for c in text):
+        return False  # a sentence, or something checkable ("ISS: R$ 5,00")
     content = [w for w in words if w.lower() not in _SMALL_WORDS]
     return bool(content) and all(w[:1].isupper() or w[:1].isdigit() for w in content)
