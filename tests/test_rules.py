@@ -560,3 +560,23 @@ def test_the_numbers_a_claim_computes_with_are_grounded_with_its_result() -> Non
     assert ("R$ 2.400", "derived") in found and ("12 meses", "derived") in found
     discount = ["Pelo SNE, o infrator que não recorrer paga 60% do valor da multa."]
     assert ("40%", "derived") in _judge("Você paga 60%, ou seja, um desconto de 40%.", discount)
+
+
+def test_the_right_body_of_another_state_an_id_of_another_party_an_rg_without_check_digit() -> None:
+    procon = ["Procon-PR: reclamações pelo site do Procon-PR ou na sede em Curitiba."]
+    assert ("Procon-SP", "conflicts_with_context") in _judge("Reclame no Procon-SP.", procon)
+    assert ("Procon-PR", None) in _judge("Reclame no Procon-PR.", procon)
+    assert ("Procon", None) in _judge("Reclame no Procon.", procon)
+    invoice = [
+        "Emitente: Eletro Total Comércio Ltda., CNPJ 24.961.282/0001-51. "
+        "Transportadora: RápidoSul Logística Ltda., CNPJ 74.719.951/0001-51."
+    ]
+    found = _judge("A transportadora é a RápidoSul Logística, CNPJ 24.961.282/0001-51.", invoice)
+    assert ("24.961.282/0001-51", "conflicts_with_context") in found
+    assert ("24.961.282/0001-51", None) in _judge(
+        "O emitente é a Eletro Total, CNPJ 24.961.282/0001-51.", invoice
+    )
+    guarantor = ["Fiador: Roberto Menezes, RG nº 4.567.812 SSP/PE, CPF 445.759.529-23."]
+    assert "rg|4567812" in keys("RG nº 4.567.812 SSP/PE")
+    found = _judge("O fiador tem RG nº 4.576.812 SSP/PE.", guarantor)
+    assert ("4.576.812", "conflicts_with_context") in found

@@ -122,6 +122,7 @@ def derive(
     own: Iterable[str] = (),
     answer_cues: str = "",
     answer: Iterable[str] = (),
+    given: Iterable[str] = (),
 ) -> Derivation | None:
     """How the value of ``key`` follows from the quantities in ``sources`` (mention keys of the
     context, the query and the rest of the answer), or ``None``. Arithmetic is tried only when
@@ -129,7 +130,10 @@ def derive(
     (the claim's other mentions: "6 × R$ 6.750", "8/12 de R$ 2.400"), from counts the context
     or query states ("2 mensalidades"), and from "dobro", "metade", "triplo" anywhere in the
     answer (``answer_cues``, folded). A "total" may add up any of the answer's own values of
-    the unit (``answer``: its mention keys; at most :data:`SUBSET` of them). A percentage of an
+    the unit (``answer``: its mention keys; at most :data:`SUBSET` of them). A claim that writes
+    three or more values of the unit shows its operands: they must add up, with signs, to the
+    result, or nothing else is tried. "Em dobro" said elsewhere doubles only a value the claim
+    or the user (``given``: the query's keys) writes. A percentage of an
     amount needs no cue (cents rarely match by chance), nor do dates and the months a span of
     month names covers ("de julho a dezembro são 6 meses")."""
     target = _unit(key)
@@ -178,13 +182,30 @@ def derive(
     computes = CUES.search(cues) is not None
     weak = WEAK_CUES.search(cues) is not None
     own_same = {v for k in own if (f := _unit(k)) is not None and f[0] == unit for v in (f[1],)}
-    if (
-        unit not in ("date", "daymonth") and not computes and scaled
-    ):  # "em dobro" said once, the result later
+    if unit not in ("date", "daymonth") and not computes and scaled:
+        # "em dobro" said once, the result later: only of a value the claim or the user writes
+        mine = own_same | {v for k in given if (f := _unit(k)) and f[0] == unit for v in (f[1],)}
         for a in same:
+            if a not in mine:
+                continue
             for k in scaled:
                 if _close(a * k, value, unit):
                     return Derivation("×", (show(unit, a), f"{k:g}"))
+    written = sorted(v for v in own_same if not _close(v, value, unit))[:SUBSET]
+    if unit not in ("date", "daymonth") and len(written) >= 3:
+        # "689 + 54,50 + 38 - 50 = 731,50": the operands are on the page; nothing else is tried
+        for signs in itertools.product((1, -1, 0), repeat=len(written)):
+            if sum(1 for x in signs if x) < 2:
+                continue
+            total = sum(x * v for x, v in zip(signs, written, strict=True))
+            if _close(total, value, unit):
+                shown = [
+                    f"{'-' if x < 0 else ''}{show(unit, v)}"
+                    for x, v in zip(signs, written, strict=True)
+                    if x
+                ]
+                return Derivation("±", tuple(shown))
+        return None
     if unit in ("duration:month", "number"):
         for first, last in _MONTH_SPAN.findall(cues):
             span = _MONTH_NUMBERS[last] - _MONTH_NUMBERS[first]

@@ -261,7 +261,7 @@ _CPF_FORMATTED = re.compile(r"(\d(?<![\w./-]\d)\d\d\.\d{3}\.\d{3}-\d{2})(?![\w/-
 _CPF_CUED = _ci(r"\bCPF\b[^\d\n]{0,20}?(\d{3}\.?\d{3}\.?\d{3}-?\d{2})(?![\w/-])")
 _RG = _ci(
     r"\b(?:RG|R\.G\.|carteira de identidade|c[ée]dula de identidade|identidade)\b"
-    r"[^\d\n]{0,20}?(\d{1,2}\.?\d{3}\.?\d{3}-?[\dxX]|\d{5,10}-?[\dxX]?)(?![\w/-])"
+    r"[^\d\n]{0,20}?(\d{1,2}\.?\d{3}\.?\d{3}(?:-?[\dxX])?|\d{5,10}-?[\dxX]?)(?![\w/-])"
 )
 _cnpj, _cpf = CNPJ(), CPF()
 
@@ -352,7 +352,9 @@ def detect_named(text: str, folded: str) -> list[Mention]:
                 suffix = _BODY_UF.match(text, end)
                 extra: frozenset[str] = frozenset()
                 if suffix is not None:  # "Procon-PE", "Detran/SP": the body names its state
-                    extra = frozenset({f"uf|{suffix.group(1)}"})
+                    extra = frozenset(
+                        {f"uf|{suffix.group(1)}", f"bodyuf|{ident}:{suffix.group(1)}"}
+                    )
                     end = suffix.end()
                 found.append(
                     Mention(

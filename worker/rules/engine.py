@@ -116,8 +116,15 @@ _CAPITALS = {
 _PERSONAL = re.compile(r"\b(?:voce|voces|seu|sua|seus|suas|te|contigo|no seu caso)\b")
 
 # amounts whose value is checked against the clause it belongs to ("180 dias" for the wrong case)
-_SLOT_KINDS = ("duration:", "money", "percent", "count:")
-_SLOT_IGNORE = frozenset(content_stems("dia dias hora horas mes meses ano anos prazo valor reais"))
+_AMOUNT_KINDS = ("duration:", "money", "percent", "count:")
+# amounts and IDs: a value in the context, but in a clause about something else, is misplaced
+_SLOT_KINDS = (*_AMOUNT_KINDS, "cnpj", "cpf", "rg")
+_SLOT_IGNORE = frozenset(
+    content_stems(
+        "dia dias hora horas mes meses ano anos prazo valor reais "
+        "cnpj cpf rg ltda s.a sa eireli me empresa nº numero inscrita inscrito"
+    )
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,6 +360,16 @@ def _wrong_slot(mention: Mention, claim: str, ctx: ContextIndex) -> bool:
     return any(claim_stems & s.stems for s in ctx.slots if s.kinds & kinds and not s.keys & keys)
 
 
+def _other_state(mention: Mention, ctx: ContextIndex) -> bool:
+    """ "Procon-SP" where the context names only the Procon-PR: the right body, another state's."""
+    for key in mention.extra:
+        if key.startswith("bodyuf|") and key not in ctx.keys:
+            body = key.partition("|")[2].partition(":")[0]
+            if any(k.startswith(f"bodyuf|{body}:") for k in ctx.keys):
+                return True
+    return False
+
+
 def _implied_place(mention: Mention, ctx: ContextIndex) -> bool:
     """A state the context implies (:attr:`ContextIndex.implied_ufs`), or its capital when the
     context speaks of "a capital"."""
@@ -369,8 +386,8 @@ def _same_slot(mention: Mention, claim: str, ctx: ContextIndex) -> bool:
     """Does the context give a value of this kind *for the same thing*? For amounts: a context
     amount of the same kind whose clause shares a content word with the claim, or a claim that
     computes (a wrong result). Other kinds (another law, article, CPF, city) always do."""
-    if not any(k.startswith(_SLOT_KINDS) for k in mention.keys):
-        return True
+    if not any(k.startswith(_AMOUNT_KINDS) for k in mention.keys):
+        return True  # another CPF, law, article or city always speaks of the same thing
     if _computes(claim):
         return True
     if not _topic_stems(claim):
@@ -417,7 +434,11 @@ def _check(
     """``mention`` of the digitised ``claim`` (whose mentions have the keys ``own``) checked
     against the context."""
     if mention.keys & ctx.keys or _grounded_by_parts(mention, ctx):
-        if _year_conflict(mention, ctx) or _wrong_slot(mention, claim, ctx):
+        if (
+            _year_conflict(mention, ctx)
+            or _other_state(mention, ctx)
+            or _wrong_slot(mention, claim, ctx)
+        ):
             return Check(mention, "contradicted", "conflicts_with_context")
         return Check(mention, "grounded", None)
     if mention.keys & ctx.given:  # a value the user gave in the query ...
@@ -445,6 +466,7 @@ def _check(
                 own - mention.keys,
                 ctx.cues,
                 ctx.answer,
+                ctx.given,
             )
             if derivation is not None:
                 return Check(mention, "grounded", "derived", derivation)
@@ -539,11 +561,8 @@ def _query_keys(query: str) -> frozenset[str]:
     )
     if not facts:
         return frozenset()
-    return frozenset(
-        k
-        for m in find_mentions(digitise(facts))
-        for k in m.keys | m.extra
-        if k.startswith(_GIVEN_KINDS)
+    return frozenset(  # primary keys only: "20 dias" must not ground "20 salários mínimos"
+        k for m in find_mentions(digitise(facts)) for k in m.keys if k.startswith(_GIVEN_KINDS)
     )
 
 
