@@ -582,3 +582,19 @@ def test_the_right_body_of_another_state_an_id_of_another_party_an_rg_without_ch
     assert "rg|4567812" in keys("RG nº 4.567.812 SSP/PE")
     found = _judge("O fiador tem RG nº 4.576.812 SSP/PE.", guarantor)
     assert ("4.576.812", "conflicts_with_context") in found
+
+
+def test_years_in_days_telephones_with_area_codes_a_laws_date_and_labelled_table_cells() -> None:
+    assert ("um ano", None) in _judge(
+        "A receita vale por até um ano.", ["A receita vale por até 365 dias."]
+    ) or ("1 ano", None) in _judge(
+        "A receita vale por até um ano.", ["A receita vale por até 365 dias."]
+    )
+    phone = ["Defensoria: telefone (91) 3201-2700, das 8h às 14h."]
+    assert ("91 3201 2700", None) in _judge("Ligue para 91 3201 2700.", phone)
+    lgpd = ["A LGPD, Lei nº 13.709, de 14 de agosto de 2018, dispõe sobre dados pessoais."]
+    assert ("14/08/2018", None) in _judge("A LGPD é de 14/08/2018.", lgpd)
+    table = [
+        "Faixas: Faixa 1: até R$ 2.850,00; Faixa 2: de R$ 2.850,01 a R$ 4.700,00. Na Faixa 2 há subsídio."
+    ]
+    assert ("R$ 2.850", None) in _judge("Faixa 1: até R$ 2.850.", table)

@@ -37,7 +37,7 @@ CUES = re.compile(
     r"|restam|restantes?|faltam|equivale\w*|corresponde\w*|parcelas? de|subtra\w*|diferenca"
     r"|sobra\w*|divid\w*|no total|ao todo|calcul\w*|o que da|por pessoa|indo para|passa a ser"
     r"|passa para|vai para|chega a|fica em|ficaria|ficam em|sera de|seria de|entao|daria|aumento"
-    r"|sobe para|ir ate)\b|\bda r\$|→|=>"
+    r"|sobe para|ir ate|em vez de)\b|\bda r\$|→|=>"
 )
 # words that make an amount plus or minus a percentage worth trying ("com desconto de 3%")
 WEAK_CUES = re.compile(r"\b(?:desconto|acresc\w*|reajuste\w*|rende\w*|proporcional\w*|juros)\b")

@@ -220,6 +220,11 @@ def detect_laws(text: str, folded: str) -> list[Mention]:
             continue  # "lei 10" without a year is too weak to be a citation
         year = _year(m.group("year") or m.group("year2"))
         extra = frozenset({f"lawyear|{kind}:{number}/{year}", f"year|{year}"} if year else ())
+        signed = _DATE_WORDS.search(folded, m.start(), m.end()) if year else None
+        if signed is not None and signed.group("y"):  # "Lei nº 13.709, de 14 de agosto de 2018"
+            day = 1 if signed.group("first") else int(signed.group("d"))
+            month = _MONTHS[fold(signed.group("month"))]
+            extra |= {f"date|{signed.group('y')}-{month:02d}-{day:02d}"}
         found.append(
             Mention(
                 "LEI",
@@ -742,6 +747,10 @@ def detect_amounts(text: str, folded: str) -> list[Mention]:
         value = float(m.group("n").replace(",", ".")) * factor
         # "das 22 horas às 5 horas" names the time of day a "22h" elsewhere gives
         extra = [f"clock|{int(value):02d}:00"] if unit == "hour" and value <= 24 else []
+        if unit == "day" and value % 365 == 0:  # "365 dias" is "1 ano"
+            extra.append(f"duration:month|{value / 365 * 12:g}")
+        elif unit == "month" and value % 12 == 0:
+            extra.append(f"duration:day|{value / 12 * 365:g}")
         add(m, {f"duration:{unit}|{value:g}"}, extra)
     fractions: Iterable[re.Match[str]] = _FRACTION.finditer(folded) if "/" in text else ()
     if "metade" in folded or "terc" in folded or "quart" in folded:

@@ -352,12 +352,29 @@ def _wrong_slot(mention: Mention, claim: str, ctx: ContextIndex) -> bool:
     if not claim_stems:
         return False
     keys, kinds = mention.keys, mention.kinds
-    same = [len(claim_stems & s.stems) for s in ctx.slots if s.keys & keys]
+    holding = [s for s in ctx.slots if s.keys & keys]
+    if holding and not any(_topic_stems(s.clause) for s in holding):
+        return False  # "Faixa 1: até R$ 2.850;": the clause holding it says nothing to compare
+    same = [len(claim_stems & s.stems) for s in holding]
     if not same or max(same):
         return False
     if not ctx.complete:
         raise _Incomplete  # the amounts of the same kind that were not read may decide
     return any(claim_stems & s.stems for s in ctx.slots if s.kinds & kinds and not s.keys & keys)
+
+
+def _same_number(mention: Mention, ctx: ContextIndex) -> bool:
+    """A long number (a telephone, a protocol) written with or without its area code or
+    prefix: the last eight digits of one end the other."""
+    for key in mention.keys:
+        kind, _, digits = key.partition("|")
+        if kind != "number" or len(digits) < 8:
+            continue
+        for other in ctx.keys:
+            theirs = other.partition("|")[2] if other.startswith("number|") else ""
+            if len(theirs) >= 8 and (digits.endswith(theirs) or theirs.endswith(digits)):
+                return True
+    return False
 
 
 def _other_state(mention: Mention, ctx: ContextIndex) -> bool:
@@ -453,6 +470,8 @@ def _check(
         return Check(mention, "grounded", None)  # named in a way the detectors did not catch
     if _implied_place(mention, ctx):
         return Check(mention, "grounded", None)  # "Procon-PE" names Pernambuco
+    if _same_number(mention, ctx):
+        return Check(mention, "grounded", None)  # "(91) 3201-2700" and "91 3201 2700"
     quantity = any(k.startswith(_QUANTITIES) for k in mention.keys)
     if (mention.contradictable or quantity) and not ctx.complete:
         raise _Incomplete  # another value of its kind, or an operand, may be in a clause not read

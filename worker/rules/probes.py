@@ -169,8 +169,11 @@ def probes(key: str) -> frozenset[bytes] | None:
         folded += _number(number)
         if kind == "duration:month" and number % 12 == 0:
             folded += _number(number / 12)  # "2 anos" is 24 months
-        elif kind == "duration:day" and number % 7 == 0:
+            folded += _number(number / 12 * 365)  # ... and "730 dias"
+        if kind == "duration:day" and number % 7 == 0:
             folded += _number(number / 7)  # "2 semanas"
+        if kind == "duration:day" and number % 365 == 0:
+            folded += _number(number / 365) + _number(number / 365 * 12)  # "1 ano", "12 meses"
         elif kind == "number":  # a bare number is also grounded by a duration's value
             folded += _number(number / 12) if number % 12 == 0 else []
             folded += _number(number / 7) if number % 7 == 0 else []
