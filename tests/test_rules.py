@@ -596,3 +596,27 @@ def test_years_in_days_telephones_with_area_codes_a_laws_date_and_labelled_table
         "Faixas: Faixa 1: até R$ 2.850,00; Faixa 2: de R$ 2.850,01 a R$ 4.700,00. Na Faixa 2 há subsídio."
     ]
     assert ("R$ 2.850", None) in _judge("Faixa 1: até R$ 2.850.", table)
+
+
+def test_a_derivation_reads_the_same_whatever_the_hash_seed() -> None:
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from veredito.worker.rules import judge;"
+        "r = judge('Somando, são 120 dias mais 60, ou seja, 180 dias no total.',"
+        " ['A licença é de 120 dias.', 'A prorrogação é de 60 dias.']);"
+        "print([c.derivation for cl in r.claims for c in cl.checks])"
+    )
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2", "3", "4")
+    }
+    assert len(seen) == 1 and "Derivation" in next(iter(seen))

@@ -139,6 +139,8 @@ def derive(
     target = _unit(key)
     if target is None:
         return None
+    # sets of keys iterate in a per-process order: sort, so a verdict never depends on the run
+    sources, own, answer, given = sorted(sources), sorted(own), sorted(answer), sorted(given)
     unit, value = target
     pools: dict[str, list[float]] = {}
     for source in sources:
@@ -155,7 +157,8 @@ def derive(
             and 0 < (v := found[1]) <= 1000
         }
     )
-    if CUES.search(cues):  # "4 × R$ 142": a bare number the claim computes with
+    computes = CUES.search(cues) is not None
+    if computes:  # "4 × R$ 142": a bare number the claim computes with
         own_numbers = sorted(
             {*own_numbers, *(float(n) for n in _INTEGER.findall(cues) if 0 < int(n) <= 1000)}
         )
@@ -179,7 +182,6 @@ def derive(
     ]
     factors += scaled
     show = _show
-    computes = CUES.search(cues) is not None
     weak = WEAK_CUES.search(cues) is not None
     own_same = {v for k in own if (f := _unit(k)) is not None and f[0] == unit for v in (f[1],)}
     if unit not in ("date", "daymonth") and not computes and scaled:
