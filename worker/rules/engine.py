@@ -18,9 +18,10 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from typing import TypeVar
 
 from veredito.worker.rules import gazetteer as gz
 from veredito.worker.rules.derive import CUES, Derivation, derive
@@ -198,6 +199,9 @@ class ContextIndex:
         return frozenset(found & _UF_CODES)
 
 
+_T = TypeVar("_T")
+
+
 class _Incomplete(Exception):
     """A partial index cannot decide this mention: read the whole context."""
 
@@ -335,9 +339,10 @@ def _build(
     return ContextIndex(tuple(chunks), tuple(chunk_keys), tuple(slots), complete or not detectors)
 
 
-@lru_cache(maxsize=CHUNK_CACHE)
 def _slot_stems(text: str) -> frozenset[str]:
-    return frozenset(s for s in content_stems(text) if not s.isdigit()) - _SLOT_IGNORE
+    """A clause's words for telling slots apart: content stems, but numbers, units, "prazo",
+    "valor" and the words around IDs."""
+    return _stems_without(text, _SLOT_IGNORE)
 
 
 def _wrong_slot(mention: Mention, claim: str, ctx: ContextIndex) -> bool:
@@ -428,10 +433,14 @@ def _computes(claim: str) -> bool:
     return CUES.search(fold(claim)) is not None
 
 
-@lru_cache(maxsize=CHUNK_CACHE)
 def _topic_stems(text: str) -> frozenset[str]:
     """What an amount is about: the content stems of its clause, but numbers and unit words."""
-    return frozenset(s for s in content_stems(text) if not s.isdigit()) - _UNIT_WORDS
+    return _stems_without(text, _UNIT_WORDS)
+
+
+@lru_cache(maxsize=CHUNK_CACHE)
+def _stems_without(text: str, ignore: frozenset[str]) -> frozenset[str]:
+    return frozenset(s for s in content_stems(text) if not s.isdigit()) - ignore
 
 
 def _grounded_by_parts(mention: Mention, ctx: ContextIndex) -> bool:
@@ -593,27 +602,39 @@ def check_texts(
     Values the ``query`` gives ground the texts' (the user's own figures)."""
     digitised = [digitise(clean(t)) for t in texts]
     per_text = _mentions_per_text(digitised)
+
+    def check(index: ContextIndex) -> list[list[Check]]:
+        return [
+            [_check(mention, index, digits, _keys(mentions)) for mention in mentions]
+            for digits, mentions in zip(digitised, per_text, strict=True)
+        ]
+
+    return _with_context(ctx, per_text, query, " ".join(texts), check)
+
+
+def _with_context(
+    ctx: ContextIndex | Sequence[str],
+    per_text: Sequence[Sequence[Mention]],
+    query: str,
+    text: str,
+    work: Callable[[ContextIndex], _T],
+) -> _T:
+    """Run ``work`` on the context as the texts' mentions need it: ``ctx`` itself when it is
+    an index; else an index of the clauses holding their probes, and of the whole context when
+    ``work`` finds that one cannot decide (:class:`_Incomplete`)."""
     given = _query_keys(query)
     answer = frozenset(k for ms in per_text for m in ms for k in m.keys | m.extra)
     if isinstance(ctx, ContextIndex):
-        ctx.attach(given, answer, " ".join(texts))
-        return [
-            [_check(mention, ctx, digits, _keys(mentions)) for mention in mentions]
-            for digits, mentions in zip(digitised, per_text, strict=True)
-        ]
+        return work(ctx.attach(given, answer, text))
     chunks = ctx
     mentions = [m for ms in per_text for m in ms]
     detectors = detectors_for(mentions)
-    ctx, wanted = _probed_index(chunks, detectors, mentions)
-    while True:
-        try:
-            ctx.attach(given, answer, " ".join(texts))
-            return [
-                [_check(mention, ctx, digits, _keys(mentions)) for mention in mentions]
-                for digits, mentions in zip(digitised, per_text, strict=True)
-            ]
-        except _Incomplete:
-            ctx = _build(chunks, detectors, wanted, complete=True)
+    index, wanted = _probed_index(chunks, detectors, mentions)
+    try:
+        return work(index.attach(given, answer, text))
+    except _Incomplete:
+        complete = _build(chunks, detectors, wanted, complete=True)  # cannot raise again
+        return work(complete.attach(given, answer, text))
 
 
 _SEPARATOR = "\x1f"  # neither a word character nor a space: no pattern runs across it
@@ -688,34 +709,11 @@ def judge(answer: str, ctx: ContextIndex | Sequence[str], query: str = "") -> An
     sentences, non_claims = claims_of(answer)
     digitised = [digitise(s) for s in sentences]
     per_sentence = _mentions_per_text(digitised)
-    given = _query_keys(query)
-    answer_keys = frozenset(k for ms in per_sentence for m in ms for k in m.keys | m.extra)
-    if isinstance(ctx, ContextIndex):
-        ctx.attach(given, answer_keys, answer)
-        return AnswerJudgement(
-            [
-                judge_claim(sentence, ctx, mentions, digits)
-                for sentence, digits, mentions in zip(
-                    sentences, digitised, per_sentence, strict=True
-                )
-            ],
-            non_claims,
-        )
-    chunks = ctx
-    mentions = [m for ms in per_sentence for m in ms]
-    detectors = detectors_for(mentions)
-    ctx, wanted = _probed_index(chunks, detectors, mentions)
-    while True:
-        try:
-            ctx.attach(given, answer_keys, answer)
-            return AnswerJudgement(
-                [
-                    judge_claim(sentence, ctx, mentions, digits)
-                    for sentence, digits, mentions in zip(
-                        sentences, digitised, per_sentence, strict=True
-                    )
-                ],
-                non_claims,
-            )
-        except _Incomplete:
-            ctx = _build(chunks, detectors, wanted, complete=True)  # cannot raise again
+
+    def claims(index: ContextIndex) -> list[ClaimJudgement]:
+        return [
+            judge_claim(sentence, index, mentions, digits)
+            for sentence, digits, mentions in zip(sentences, digitised, per_sentence, strict=True)
+        ]
+
+    return AnswerJudgement(_with_context(ctx, per_sentence, query, answer, claims), non_claims)
