@@ -188,18 +188,19 @@ def score(records: Sequence[dict[str, Any]], verdicts: Sequence[Verdict]) -> Rep
         predicted_categories |= {f.category for f in verdict.rule_findings if f.problem}
         for category, counts in report.categories.items():
             counts.add(category in predicted_categories, category in gold_categories)
+        folded = [fold(c.text) for c in verdict.claims]
         for span in labels.get("spans", []):
             gold = span.get("verdict")
             if gold not in VERDICTS:
                 continue
             needle = fold(span["text"])
-            claim = next((c for c in verdict.claims if needle in fold(c.text)), None)
+            pairs = zip(verdict.claims, folded, strict=True)
+            claim = next((c for c, f in pairs if needle in f), None)
             report.confusion[(gold, claim.verdict if claim else "missed")] += 1
         # the claims no labelled span falls in: a faithful reader calls them grounded
         needles = [fold(span["text"]) for span in labels.get("spans", [])]
-        for claim in verdict.claims:
-            folded = fold(claim.text)
-            if not any(n in folded for n in needles):
+        for claim, text in zip(verdict.claims, folded, strict=True):
+            if not any(n in text for n in needles):
                 report.confusion[("grounded", claim.verdict)] += 1
         if predicted != labels["hallucinated"] or predicted_categories != gold_categories:
             report.errors.append(
