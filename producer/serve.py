@@ -39,20 +39,23 @@ from veredito.producer.otlp import PROTOBUF, OTLPError, TraceAssembler, decode, 
 from veredito.producer.publish import task_outgoing
 from veredito.producer.sampling import Dedup, sampled_in
 from veredito.producer.triple import InvalidTriple, Limits, fallback_id, parse_triple
+from veredito.worker.review import API_ROUTES, PAGE_ROUTES, REVIEW, Review, add_routes, openapi_part
+from veredito.worker.store import StoreUnavailable
 
 __all__ = ["IngestConfig", "make_app", "openapi"]
 
 log = logging.getLogger(__name__)
 
 JSON_TYPES = ("application/json", NDJSON)
+INGEST_ROUTES = ("/v1/triples", "/v1/traces", "/api/v1/traces")
 ROUTES = (
-    "/v1/triples",
-    "/v1/traces",
-    "/api/v1/traces",
+    *INGEST_ROUTES,
     "/healthz",
     "/readyz",
     "/metrics",
     "/openapi.json",
+    *API_ROUTES,
+    *PAGE_ROUTES,
 )
 CONFIG: web.AppKey[IngestConfig] = web.AppKey("config")
 STATE: web.AppKey[State] = web.AppKey("state")
@@ -105,7 +108,7 @@ class IngestMetrics:
 
 @dataclass
 class State:
-    publisher: Publisher
+    publisher: Publisher | None  # None: ingest is off (a read-only server)
     metrics: IngestMetrics
     assembler: TraceAssembler
     backlog: int | None = None  # None: the broker could not be asked
@@ -246,6 +249,7 @@ async def accept(
     accepted = [triple_id for triple_id, _ in pending]
     messages += [message for _, message in pending]
     try:
+        assert state.publisher is not None  # ingest routes exist only with a publisher
         await state.publisher.publish_async(messages)
     except PublishError:
         raise JsonError(
@@ -325,7 +329,18 @@ async def healthz(request: web.Request) -> web.Response:
 
 async def readyz(request: web.Request) -> web.Response:
     state, config = request.app[STATE], request.app[CONFIG]
-    check_ready(state, config)
+    if state.publisher is not None:
+        check_ready(state, config)
+    review = request.app.get(REVIEW)
+    if review is not None:
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(review.executor, review.store.schema_version)
+        except StoreUnavailable:
+            raise JsonError(
+                503, "store_unavailable", "the verdict store cannot be reached",
+                headers={"Retry-After": "5"},
+            ) from None  # fmt: skip
     return web.json_response({"status": "ready", "backlog": state.backlog})
 
 
@@ -359,6 +374,8 @@ async def watch_backlog(app: web.Application) -> None:
 
 async def on_startup(app: web.Application) -> None:
     state = app[STATE]
+    if state.publisher is None:
+        return
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, state.publisher.start, False)
     try:
@@ -376,30 +393,42 @@ async def on_cleanup(app: web.Application) -> None:
         state.monitor.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await state.monitor
-    await asyncio.get_running_loop().run_in_executor(None, state.publisher.close)
+    if state.publisher is not None:
+        await asyncio.get_running_loop().run_in_executor(None, state.publisher.close)
 
 
-def make_app(config: IngestConfig, registry: CollectorRegistry | None = None) -> web.Application:
-    if not config.tokens and not config.insecure_no_auth:
+def make_app(
+    config: IngestConfig,
+    registry: CollectorRegistry | None = None,
+    review: Review | None = None,
+) -> web.Application:
+    """Ingest when there are ingest tokens (or ``insecure_no_auth``); the verdicts API and the
+    review page when there is a ``review`` store; at least one of the two."""
+    ingest = bool(config.tokens) or config.insecure_no_auth
+    if not ingest and review is None:
         raise ValueError(
             "no ingest tokens: set VEREDITO_INGEST_TOKENS (token or token:app, comma-separated), "
-            "or pass --insecure-no-auth to accept anyone"
+            "or pass --insecure-no-auth to accept anyone (or --store alone for a read-only server)"
         )
     app = web.Application(client_max_size=config.max_bytes, middlewares=[errors_and_metrics])
     app[CONFIG] = config
-    publisher = Publisher(
-        config.broker_url,
-        declare=(topology.triples_queue, topology.dead_queue, topology.verdicts_queue),
-    )
+    publisher = None
+    if ingest:
+        publisher = Publisher(
+            config.broker_url,
+            declare=(topology.triples_queue, topology.dead_queue, topology.verdicts_queue),
+        )
+        app.router.add_post("/v1/triples", post_triples)
+        app.router.add_post("/v1/traces", post_otlp)
+        app.router.add_post("/api/v1/traces", post_aferiq)
+        app.router.add_route("HEAD", "/api/v1/traces", head_aferiq)
     app[STATE] = State(
         publisher,
         IngestMetrics(registry or CollectorRegistry()),
         TraceAssembler(timeout=config.trace_timeout),
     )
-    app.router.add_post("/v1/triples", post_triples)
-    app.router.add_post("/v1/traces", post_otlp)
-    app.router.add_post("/api/v1/traces", post_aferiq)
-    app.router.add_route("HEAD", "/api/v1/traces", head_aferiq)
+    if review is not None:
+        add_routes(app, review)
     app.router.add_get("/healthz", healthz, allow_head=True)
     app.router.add_get("/readyz", readyz, allow_head=True)
     app.router.add_get("/metrics", metrics)
@@ -442,11 +471,20 @@ def openapi() -> dict[str, Any]:
     result = {
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Accepted"}}}
     }
+    read_schemes, read_schemas, read_paths = openapi_part()
     return {
         "openapi": "3.1.0",
-        "info": {"title": "veredito ingest", "version": "1"},
+        "info": {
+            "title": "veredito",
+            "version": "1",
+            "description": "Ingest routes are served with ingest tokens; the verdicts API and "
+            "the review page with --store.",
+        },
         "components": {
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer"},
+                **read_schemes,
+            },
             "schemas": {
                 "Triple": {
                     "type": "object",
@@ -504,6 +542,7 @@ def openapi() -> dict[str, Any]:
                         },
                     },
                 },
+                **read_schemas,
                 "Error": {
                     "type": "object",
                     "required": ["error"],
@@ -594,5 +633,6 @@ def openapi() -> dict[str, Any]:
                     "responses": {"200": {"description": "OpenAPI 3.1"}},
                 }
             },
+            **read_paths,
         },
     }

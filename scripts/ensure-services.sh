@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Make sure the services the tests need answer: RabbitMQ (5672) and Redis (6379).
+# Make sure the services the tests need answer: RabbitMQ (5672), Redis (6379), PostgreSQL (5432).
 # Starts the machine's own Debian services when they do not; waits for them with a deadline.
 set -u
 
@@ -24,8 +24,15 @@ if ! answers 5672; then
   echo "ensure-services: starting RabbitMQ"
   rabbitmq-server -detached || true
 fi
+if ! answers 5432; then
+  echo "ensure-services: starting PostgreSQL"
+  for version in $(ls /etc/postgresql 2>/dev/null); do
+    pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+  done
+fi
 status=0
 wait_for 6379 Redis 30 || status=1
+wait_for 5432 PostgreSQL 60 || status=1
 wait_for 5672 RabbitMQ 120 || status=1
 
 # RabbitMQ's own Prometheus plugin (queue depth for the monitoring tests and the dashboard)
@@ -43,6 +50,17 @@ if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
       --no-install-recommends prometheus >/dev/null || status=1
   else
     echo "ensure-services: not root; install the prometheus package yourself" >&2
+    status=1
+  fi
+fi
+# Debian's chromium and chromium-driver, for the review page's browser tests
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+  echo "ensure-services: installing Debian's chromium and chromium-driver"
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+      --no-install-recommends chromium chromium-driver >/dev/null || status=1
+  else
+    echo "ensure-services: not root; install chromium and chromium-driver yourself" >&2
     status=1
   fi
 fi

@@ -64,3 +64,31 @@ def _clean_llm_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("VEREDITO_") or name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
             monkeypatch.delenv(name, raising=False)
+
+
+PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A new, empty PostgreSQL database for one test, dropped after it."""
+    import uuid
+
+    psycopg = pytest.importorskip("psycopg")
+    require_service(5432, "PostgreSQL")
+    name = f"veredito_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"postgresql://postgres@127.0.0.1:5432/{name}"
+    finally:
+        deadline = time.monotonic() + 30
+        while True:  # the server may be restarting (a chaos test): retry until it answers
+            try:
+                with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+                    admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                break
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)

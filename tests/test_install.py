@@ -41,6 +41,10 @@ def test_wheel_installs_one_top_level_package(wheel: Path) -> None:
         "veredito/worker/rules/data/municipios.tsv",
         "veredito/prompts/claims.pt-BR.txt",
         "veredito/prompts/faithfulness.pt-BR.txt",
+        "veredito/worker/store/migrations/sqlite/0001_verdicts.sql",
+        "veredito/worker/store/migrations/postgresql/0002_review.sql",
+        "veredito/worker/review/templates/verdict.html",
+        "veredito/worker/review/static/review.css",
     ):
         assert expected in names, expected
     assert not any(name.startswith(("tests/", "bench/")) for name in names)

@@ -216,7 +216,7 @@ def score(records: Sequence[dict[str, Any]], verdicts: Sequence[Verdict]) -> Rep
 
 async def _judge_all(records: Sequence[dict[str, Any]], settings: Settings) -> list[Verdict]:
     async with new_session(settings) as session:
-        pipeline = Pipeline(build_judge(settings, session), settings.limits)
+        pipeline = Pipeline(build_judge(settings, session), settings.limits, keep_input=False)
         limit = asyncio.Semaphore(settings.concurrency)
 
         async def one(record: dict[str, Any]) -> Verdict:

@@ -1,7 +1,8 @@
 """The ``veredito`` command line (spec §11).
 
 Exit codes: 0 done; 1 ``--fail-on-hallucination`` and an answer was hallucinated; 2 bad usage or
-configuration (the message says what to change); 3 the input could not be read.
+configuration (the message says what to change); 3 the input could not be read; 4 the verdict
+store stayed unreachable for a minute.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ if TYPE_CHECKING:
     from veredito.producer.mapping import Mapper
     from veredito.producer.sampling import Dedup
 from veredito.worker.settings import Settings
+from veredito.worker.store import StoreUnavailable
+
+if TYPE_CHECKING:
+    from veredito.worker.store import Store
 
 __all__ = ["main"]
 
@@ -60,7 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="evaluate a JSONL file in-process, no broker")
     run.add_argument("input", help="JSONL file of triples, or - for stdin")
-    run.add_argument("--out", help="write verdicts here (default stdout)")
+    run.add_argument("--out", help="write verdicts here as JSONL (default stdout)")
+    run.add_argument(
+        "--to",
+        help="store the verdicts (as well as --out): file:PATH.jsonl, sqlite:///PATH.db, "
+        "postgresql://...",
+    )
     _add_judge_options(run)
     run.add_argument(
         "--fail-on-hallucination",
@@ -100,8 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_judge_options(worker)
     worker.add_argument("--broker", help="broker URL")
 
-    results = sub.add_parser("results", help="consume verdicts into a JSONL file")
-    results.add_argument("--out", help="append verdicts here (default stdout)")
+    results = sub.add_parser("results", help="consume verdicts into a store (JSONL, SQL)")
+    results.add_argument(
+        "--to",
+        help="file:PATH.jsonl (the default, stdout when no path), sqlite:///PATH.db, "
+        "postgresql://USER@HOST/DB",
+    )
+    results.add_argument("--out", help="append verdicts to this JSONL file (= --to file:PATH)")
     results.add_argument("--broker", help="broker URL")
     results.add_argument("--limit", type=int, help="stop after writing this many verdicts")
     results.add_argument(
@@ -111,11 +126,17 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument("--broker", help="broker URL")
+    serve.add_argument(
+        "--store",
+        help="serve the verdicts API and the review page from this store "
+        "(sqlite:///PATH.db or postgresql://...; default VEREDITO_STORE)",
+    )
     _add_intake_options(serve)
     serve.add_argument(
         "--insecure-no-auth",
         action="store_true",
-        help="accept requests without a token (only when VEREDITO_INGEST_TOKENS is unset)",
+        help="accept requests without a token (ingest when VEREDITO_INGEST_TOKENS is unset, "
+        "reads when VEREDITO_READ_TOKENS is unset)",
     )
 
     replay = sub.add_parser("replay", help="send dead-lettered triples back to the queue")
@@ -192,6 +213,17 @@ def _open_input(path: str) -> IO[str] | None:
         return None
 
 
+def _open_store(url: str) -> Store | None:
+    """The store ``url`` names, or None after saying on stderr why it cannot be opened."""
+    from veredito.worker.store import StoreError, open_store
+
+    try:
+        return open_store(url)
+    except (StoreError, StoreUnavailable) as exc:
+        print(f"veredito: {exc}", file=sys.stderr)
+        return None
+
+
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     from tqdm import tqdm
 
@@ -210,7 +242,13 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if args.input != "-":
         with Path(args.input).open("rb") as f:
             total = sum(1 for line in f if line.strip())
-    out: IO[str] = sys.stdout
+    out: IO[str] | None = sys.stdout
+    store = None
+    if args.to:  # with --out too, both get every verdict
+        store = _open_store(args.to)
+        if store is None:
+            return 2
+        out = None
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         out = Path(args.out).open("w", encoding="utf-8")  # noqa: SIM115 - closed below
@@ -225,15 +263,21 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
                 metrics=metrics,
                 progress=bar,
                 blocking=args.input == "-",
+                store=store,
             )
         )
     except JudgeNotConfigured as exc:
         print(f"veredito: {exc}", file=sys.stderr)
         return 2
+    except StoreUnavailable as exc:
+        print(f"veredito: the store stayed away: {exc}", file=sys.stderr)
+        return 4
     finally:
         bar.close()
-        if out is not sys.stdout:
+        if out is not None and out is not sys.stdout:
             out.close()
+        if store is not None:
+            store.close()
         if stream is not sys.stdin:
             stream.close()
     sys.stderr.write(summary.table())
@@ -382,11 +426,17 @@ def _results(args: argparse.Namespace, settings: Settings) -> int:
 
     from veredito.worker.results import collect
 
+    if args.out and args.to:
+        print("veredito: --out and --to name two outputs; choose one", file=sys.stderr)
+        return 2
+    store = _open_store(args.to or f"file:{args.out or '-'}")
+    if store is None:
+        return 2
     bar = tqdm(total=args.limit, unit="verdict", file=sys.stderr, disable=None)
     try:
         sink = collect(
             settings.broker_url,
-            args.out,
+            store,
             limit=args.limit,
             idle_timeout=args.idle_timeout,
             progress=bar,
@@ -395,6 +445,7 @@ def _results(args: argparse.Namespace, settings: Settings) -> int:
         )
     finally:
         bar.close()
+        store.close()
     print(f"wrote {sink.written} verdicts ({sink.duplicates} duplicates skipped)", file=sys.stderr)
     return 0
 
@@ -417,14 +468,48 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         sample_rate=settings.sample_rate,
         dedup=_dedup(settings),
     )
+    review = None
+    store_url = args.store or settings.store
+    if store_url:
+        from veredito.worker.review import Review
+        from veredito.worker.store import SQLStore
+
+        store = _open_store(store_url)
+        if store is None:
+            return 2
+        if not isinstance(store, SQLStore):
+            store.close()
+            print(
+                "veredito: --store needs a database (sqlite:///PATH.db or postgresql://...); "
+                "write one with `veredito run --to` or `veredito results --to`",
+                file=sys.stderr,
+            )
+            return 2
+        read_tokens = settings.read_tokens.get_secret_value() if settings.read_tokens else None
+        loopback = args.host in ("127.0.0.1", "::1", "localhost")
+        if not read_tokens and not loopback and not args.insecure_no_auth:
+            print(
+                "veredito: no read tokens: set VEREDITO_READ_TOKENS to serve verdicts on "
+                f"{args.host}, or pass --insecure-no-auth to let anyone read them",
+                file=sys.stderr,
+            )
+            return 2
+        review = Review(store, Tokens(read_tokens), open_reads=not read_tokens)
     try:
-        app = make_app(config)
+        app = make_app(config, review=review)
     except ValueError as exc:
         print(f"veredito: {exc}", file=sys.stderr)
         return 2
+    parts = []
+    if review is not None:
+        parts.append("review page and verdicts API")
+    parts.append("ingest" if config.tokens or config.insecure_no_auth else "ingest off")
 
     def ready(_: str) -> None:
-        print(f"veredito serve: listening on http://{args.host}:{args.port}", flush=True)
+        print(
+            f"veredito serve: listening on http://{args.host}:{args.port} ({', '.join(parts)})",
+            flush=True,
+        )
 
     web.run_app(
         app,

@@ -18,6 +18,7 @@ from typing import Any
 from veredito.producer.triple import (
     InvalidTriple,
     Limits,
+    Triple,
     check_metadata,
     fallback_id,
     parse_triple,
@@ -26,7 +27,7 @@ from veredito.worker.errors import JudgeOutputInvalid, PermanentError, Retryable
 from veredito.worker.judges.base import Judge
 from veredito.worker.metrics import Metrics
 from veredito.worker.scoring import count_categories, is_hallucinated, score_claims
-from veredito.worker.verdict import Verdict, VerdictError, utc_now
+from veredito.worker.verdict import TripleInput, Verdict, VerdictError, utc_now
 
 __all__ = ["Outcome", "Pipeline", "fallback_id"]
 
@@ -40,10 +41,18 @@ class Outcome:
 
 
 class Pipeline:
-    def __init__(self, judge: Judge, limits: Limits = Limits(), metrics: Metrics | None = None):
+    def __init__(
+        self,
+        judge: Judge,
+        limits: Limits = Limits(),
+        metrics: Metrics | None = None,
+        *,
+        keep_input: bool = True,
+    ):
         self.judge = judge
         self.limits = limits
         self.metrics = metrics
+        self.keep_input = keep_input  # the verdict carries the query, context and answer
 
     async def evaluate(self, envelope: dict[str, Any]) -> Outcome:
         started = time.perf_counter()
@@ -75,7 +84,9 @@ class Pipeline:
         try:
             judgement = await self.judge.judge(triple)
         except Exception as exc:  # every triple ends as a verdict; nothing here is retried
-            return self._failed(triple.id, triple.metadata, exc, envelope, source, started)
+            outcome = self._failed(triple.id, triple.metadata, exc, envelope, source, started)
+            outcome.verdict.input = self._input(triple)
+            return outcome
         finally:
             if self.metrics is not None:
                 self.metrics.inflight.dec()
@@ -105,8 +116,14 @@ class Pipeline:
                 "total_seconds": round(time.perf_counter() - started, 6),
             },
             source=source,
+            input=self._input(triple),
         )
         return Outcome(verdict)
+
+    def _input(self, triple: Triple) -> TripleInput | None:
+        if not self.keep_input:
+            return None
+        return TripleInput(query=triple.query, context=list(triple.context), answer=triple.answer)
 
     def _rejected(
         self, verdict_id: str, kind: str, message: str, source: dict[str, Any] | None

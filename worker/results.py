@@ -1,91 +1,70 @@
-"""``veredito results``: consume verdicts and append them to a JSONL file.
+"""``veredito results``: consume verdicts into a store (spec §14): JSONL, SQLite or PostgreSQL.
 
-Messages are taken in batches; a batch is written, flushed and fsynced, and only then acked.  Ids
-already in the file (from an earlier run, or a redelivery after a crash) are acked without being
-written again.  A torn last line left by a crash mid-write is cut off at start: its message was
-never acked and comes back.  A lost broker connection (RabbitMQ restarting) is retried with
-backoff for as long as it takes; SIGTERM writes and acks what was taken, then exits 0.
+Messages are taken in batches; a batch is committed to the store (written and fsynced for a file,
+one transaction for a database) and only then acked.  Ids already stored (from an earlier run, or
+a redelivery after a crash) are acked without being written again.  A lost broker connection
+(RabbitMQ restarting) is retried with backoff for as long as it takes.  A database that goes away
+(PostgreSQL restarting) stops the acks: the batch in hand is retried with backoff, nothing more
+is taken meanwhile, and the sink carries on once the database answers.  SIGTERM writes and acks
+what was taken, then exits 0; if the database is away at that moment, the batch is left unacked
+and comes back to the next sink.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import os
 import signal
-import stat
-import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from kombu import Connection, Message
 from kombu.exceptions import OperationalError
 
 from veredito.producer import topology
+from veredito.worker.store import Store, StoreUnavailable, open_store
 
 __all__ = ["ResultsSink", "collect"]
 
 log = logging.getLogger(__name__)
 
 
-def _known_ids(path: Path) -> set[str]:
-    """Ids of the verdicts already in ``path``; a torn last line is truncated away."""
-    seen: set[str] = set()
-    if not path.exists():
-        return seen
-    with path.open("rb+") as f:
-        data = f.read()
-        end = data.rfind(b"\n") + 1
-        if end != len(data):
-            log.warning("cutting a torn last line from %s", path, extra={"bytes": len(data) - end})
-            f.truncate(end)
-            f.flush()
-            os.fsync(f.fileno())
-    for line in data[:end].splitlines():
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict) and isinstance(value.get("id"), str):
-            seen.add(value["id"])
-    return seen
-
-
 @dataclass
 class ResultsSink:
-    out: IO[bytes]
-    seen: set[str]
-    durable: bool
+    store: Store
     written: int = 0
     duplicates: int = 0
+    store_outages: int = 0
 
-    def write_batch(self, batch: list[Message]) -> None:
-        for message in batch:
-            body: bytes = message.body if isinstance(message.body, bytes) else message.body.encode()
+    def write_batch(self, batch: list[Message], stopping: Any = lambda: False) -> bool:
+        """Commit ``batch`` to the store, then ack it; while the store is away, retry with
+        backoff. False when ``stopping()`` turned true first (the batch stays unacked)."""
+        bodies = [m.body if isinstance(m.body, bytes) else m.body.encode() for m in batch]
+        delay = 0.5
+        while True:
             try:
-                verdict_id = json.loads(body).get("id")
-            except (ValueError, AttributeError):
-                verdict_id = None
-            if verdict_id is not None and verdict_id in self.seen:
-                self.duplicates += 1
-                continue
-            self.out.write(body.rstrip(b"\n") + b"\n")
-            if verdict_id is not None:
-                self.seen.add(verdict_id)
-            self.written += 1
-        self.out.flush()
-        if self.durable:
-            os.fsync(self.out.fileno())
+                written, duplicates = self.store.write(bodies)
+                break
+            except StoreUnavailable as exc:
+                self.store_outages += 1
+                log.warning("the store is away (%s); retrying in %.1f s", exc, delay)
+                deadline = time.monotonic() + delay
+                while time.monotonic() < deadline:
+                    if stopping():
+                        return False
+                    time.sleep(0.1)
+                delay = min(delay * 2, 10.0)
+        self.written += written
+        self.duplicates += duplicates
         for message in batch:
             message.ack()
+        return True
 
 
 def collect(
     broker_url: str,
-    out_path: str | None,
+    to: str | Store | None,
     *,
     limit: int | None = None,
     idle_timeout: float | None = None,
@@ -94,15 +73,10 @@ def collect(
     transport_options: dict[str, Any] | None = None,
     transport: str | None = None,
 ) -> ResultsSink:
-    """Consume until ``limit`` verdicts are written, ``idle_timeout`` passes idle, or a signal."""
-    if out_path is None or out_path == "-":
-        sink = ResultsSink(sys.stdout.buffer, set(), durable=False)
-    else:
-        path = Path(out_path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        out = path.open("ab")
-        regular = stat.S_ISREG(os.fstat(out.fileno()).st_mode)  # not /dev/null, not a FIFO
-        sink = ResultsSink(out, _known_ids(path) if regular else set(), durable=regular)
+    """Consume into ``to`` (a store or its URL; None is standard output) until ``limit``
+    verdicts are written, ``idle_timeout`` passes idle, or a signal."""
+    store = to if to is not None and not isinstance(to, str) else open_store(to or "-")
+    sink = ResultsSink(store)
 
     stopping = False
 
@@ -120,11 +94,12 @@ def collect(
     def flush() -> None:
         if pending:
             before = sink.written
-            sink.write_batch(pending)
+            done = sink.write_batch(pending, lambda: stopping)
             if progress is not None:
                 progress.update(sink.written - before)
-            pending.clear()
-            state["last"] = time.monotonic()
+            pending.clear()  # unacked when not done: the broker gives them to the next sink
+            if done:
+                state["last"] = time.monotonic()
 
     def consume(conn: Connection) -> None:
         queue = topology.verdicts_queue(broker_url)
@@ -178,6 +153,6 @@ def collect(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        if sink.out is not sys.stdout.buffer:
-            sink.out.close()
+        if to is None or isinstance(to, str):
+            store.close()
     return sink

@@ -7,9 +7,11 @@ in input order as JSONL, each line flushed as soon as it and every line before i
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import stat
 import sys
+import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
@@ -20,9 +22,12 @@ from veredito.worker.judges import build_judge, new_session
 from veredito.worker.metrics import Metrics
 from veredito.worker.pipeline import Outcome, Pipeline
 from veredito.worker.settings import Settings
+from veredito.worker.store import Store, StoreUnavailable
 from veredito.worker.verdict import CATEGORIES, VERDICTS, Verdict
 
-__all__ = ["Summary", "envelope_from_line", "run_lines"]
+__all__ = ["Summary", "envelope_from_line", "run_lines", "write_patiently"]
+
+log = logging.getLogger(__name__)
 
 
 def envelope_from_line(item: InputLine, input_name: str) -> dict[str, Any]:
@@ -102,17 +107,26 @@ async def run_lines(
     lines: Iterable[InputLine],
     settings: Settings,
     input_name: str,
-    out: IO[str],
+    out: IO[str] | None,
     *,
     metrics: Metrics | None = None,
     progress: Any = None,
     blocking: bool = False,
+    store: Store | None = None,
 ) -> Summary:
-    """Evaluate ``lines``; ``blocking`` says reading them may wait (a pipe), so read in a thread."""
+    """Evaluate ``lines``; ``blocking`` says reading them may wait (a pipe), so read in a thread.
+    Verdicts go to ``out`` as JSONL and/or to ``store`` (committed every 500 and at the end)."""
     summary = Summary()
+    batch: list[bytes] = []
+
+    def commit() -> None:
+        if store is not None and batch:
+            write_patiently(store, batch)
+            batch.clear()
+
     async with new_session(settings) as session:
         judge = build_judge(settings, session, metrics)
-        pipeline = Pipeline(judge, settings.limits, metrics)
+        pipeline = Pipeline(judge, settings.limits, metrics, keep_input=settings.verdict_input)
         limit = asyncio.Semaphore(settings.concurrency)
 
         async def evaluate(item: InputLine) -> Outcome:
@@ -123,8 +137,14 @@ async def run_lines(
         window = settings.concurrency * 4
 
         def write(outcome: Outcome) -> None:
-            out.write(outcome.verdict.model_dump_json(exclude_none=False) + "\n")
-            out.flush()
+            line = outcome.verdict.model_dump_json(exclude_none=False)
+            if out is not None:
+                out.write(line + "\n")
+                out.flush()
+            if store is not None:
+                batch.append(line.encode())
+                if len(batch) >= 500:
+                    commit()
             summary.add(outcome.verdict)
             if metrics is not None:
                 metrics.record_verdict(outcome.verdict)
@@ -138,13 +158,30 @@ async def run_lines(
                     write(await pending.popleft())
             while pending:
                 write(await pending.popleft())
+            commit()
         finally:
             for task in pending:
                 task.cancel()
             await judge.aclose()
-    if out is not sys.stdout:
+    if out is not None and out is not sys.stdout:
         _sync(out)
     return summary
+
+
+def write_patiently(store: Store, bodies: list[bytes], patience: float = 60.0) -> None:
+    """``store.write`` retried with backoff while the database is away, for ``patience`` s."""
+    deadline = time.monotonic() + patience
+    delay = 0.5
+    while True:
+        try:
+            store.write(bodies)
+            return
+        except StoreUnavailable:
+            if time.monotonic() + delay > deadline:
+                raise
+            log.warning("the store is away; retrying in %.1f s", delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 10.0)
 
 
 def _sync(out: IO[str]) -> None:

@@ -48,7 +48,12 @@ class Runtime:
         self._judge = build_judge(
             self.settings, self._session, self.metrics, hold_on_refused_key=True
         )
-        self.pipeline = Pipeline(self._judge, self.settings.limits, self.metrics)
+        self.pipeline = Pipeline(
+            self._judge,
+            self.settings.limits,
+            self.metrics,
+            keep_input=self.settings.verdict_input,
+        )
 
     def submit(
         self, envelope: dict[str, Any], then: Callable[[Outcome], Awaitable[None]] | None = None

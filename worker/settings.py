@@ -95,6 +95,21 @@ class Settings(BaseSettings):
         default=0.0, ge=0, description="produce/serve: seconds an accepted id blocks repeats"
     )
 
+    verdict_input: bool = Field(
+        default=True,
+        description="verdicts carry the query, context and answer judged (the review page "
+        "shows them); off keeps messages and stores smaller",
+    )
+    store: str | None = Field(
+        default=None,
+        description="serve: the verdict store the API and review page read "
+        "(sqlite:///PATH.db or postgresql://...)",
+    )
+    read_tokens: SecretStr | None = Field(
+        default=None,
+        description="serve: tokens for the verdicts API and review page (token or token:app, "
+        "comma-separated); separate from the ingest tokens",
+    )
     log_level: str = "INFO"
 
     @field_validator("prompts", mode="before")

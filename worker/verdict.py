@@ -14,6 +14,7 @@ __all__ = [
     "Faithfulness",
     "JudgeInfo",
     "RuleFinding",
+    "TripleInput",
     "Verdict",
     "VerdictError",
     "utc_now",
@@ -94,6 +95,14 @@ class VerdictError(_Model):
     raw_reply: str | None = None  # failed verdicts of kind judge_output_invalid keep the reply
 
 
+class TripleInput(_Model):
+    """What was judged: the review page shows it (off with ``VEREDITO_VERDICT_INPUT=off``)."""
+
+    query: str
+    context: list[str]
+    answer: str
+
+
 class Verdict(_Model):
     id: str
     status: Literal["ok", "rejected", "failed"]
@@ -115,6 +124,7 @@ class Verdict(_Model):
     timings: dict[str, float] = Field(default_factory=dict)
     evaluated_at: str = Field(default_factory=utc_now)
     source: dict[str, Any] | None = None  # where the triple came from (file and line), if known
+    input: TripleInput | None = None  # the query, context and answer judged (beyond spec §6)
 
     @property
     def app(self) -> str | None:
