@@ -1,4 +1,5 @@
-# veredito: one image for the worker, the results sink, the producer and `veredito run`.
+# veredito: one image for the worker, the results sink, serve (ingest, review page), the producer
+# and `veredito run`.
 FROM python:3.11-slim AS base
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 WORKDIR /app
@@ -7,7 +8,7 @@ COPY producer ./producer
 COPY worker ./worker
 COPY prompts ./prompts
 COPY veredito ./veredito
-RUN pip install . && useradd --create-home --uid 10001 veredito
+RUN pip install '.[postgres,serve,otel]' && useradd --create-home --uid 10001 veredito
 USER veredito
 EXPOSE 9808 8080
 ENTRYPOINT ["veredito"]

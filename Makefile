@@ -5,6 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 INPUT  ?= examples/triples.jsonl
 OUT    ?= out/verdicts.jsonl
+STORE  ?= sqlite:///out/verdicts.db
 
 .PHONY: run test lint install bench chaos fuzz generate clean
 
@@ -18,11 +19,14 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 install: $(STAMP)
 
-## Evaluate the shipped examples in-process (no broker); verdicts in $(OUT), summary on stderr.
+## Evaluate the shipped examples in-process (no broker); verdicts in $(OUT) and in $(STORE),
+## summary on stderr. Then read them: .venv/bin/veredito serve --store $(STORE)
 run: $(STAMP)
-	$(BIN)/veredito run $(INPUT) --out $(OUT)
+	$(BIN)/veredito run $(INPUT) --out $(OUT) --to $(STORE)
+	@echo "read them: $(BIN)/veredito serve --store $(STORE)   (then open the printed URL)"
 
-## Install what the tests need, make sure RabbitMQ and Redis answer, run the whole suite.
+## Install what the tests need, make sure RabbitMQ, Redis and PostgreSQL answer (and Debian's
+## chromium for the browser tests), run the whole suite.
 test: $(STAMP)
 	bash scripts/ensure-services.sh
 	$(BIN)/pytest -q

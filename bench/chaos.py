@@ -14,8 +14,11 @@ One run:
 4. while the verdicts come in: SIGKILLs a worker every ``--kill-every`` seconds and starts it
    again; SIGKILLs and restarts the results sink at 30 % of the verdicts; restarts RabbitMQ's app
    at 50 % (not on Redis); takes the judge fully down for ``--outage`` seconds at 70 %;
+   with ``--store postgresql://…`` the sink writes to PostgreSQL instead of a file, and
+   PostgreSQL itself is restarted at 60 %;
 5. when every id has a verdict (or ``--deadline`` passes), stops the workers and the sink with
-   SIGTERM (they must exit 0) and checks: every input id exactly once in the results file; the
+   SIGTERM (they must exit 0) and checks: every input id exactly once in the results file (or
+   once in the database, with each verdict's claims stored once); the
    ``failed`` verdicts are exactly the bad-twice triples; one dead-letter record per failed
    triple; nothing dead-lettered by the broker.
 
@@ -130,6 +133,8 @@ class ChaosConfig:
     visibility_timeout: float = 30.0
     deadline: float = 900.0
     workdir: Path = field(default_factory=lambda: Path("out/chaos"))
+    store: str | None = None  # postgresql://… : the sink writes there (default: a JSONL file)
+    store_restart_at: float | None = 0.6  # restart PostgreSQL (only with a postgresql store)
 
 
 @dataclass
@@ -153,6 +158,8 @@ class ChaosReport:
     worker_kills: int = 0
     sink_kills: int = 0
     broker_restarts: int = 0
+    store_restarts: int = 0
+    claims_mismatched: int = 0
     outage_seconds: float = 0.0
     judge_requests: int = 0
     judge_faults: dict[str, int] = field(default_factory=dict)
@@ -243,6 +250,40 @@ class Tail:
             self.verdicts[verdict["id"]] = verdict
 
 
+class StoreTail(Tail):
+    """The same view of a PostgreSQL store: every id stored (the primary key makes a second row
+    impossible; a verdict whose claims were written twice or half shows in ``claims_mismatched``)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(Path("/nonexistent"))
+        self.url = url
+        self.claims_mismatched = 0
+
+    def poll(self) -> None:
+        import psycopg
+
+        try:
+            with psycopg.connect(self.url, connect_timeout=5) as conn:
+                rows = conn.execute("SELECT id, status FROM verdicts").fetchall()
+                self.claims_mismatched = conn.execute(
+                    "SELECT COUNT(*) FROM verdicts v WHERE json_array_length(v.body->'claims') "
+                    "<> (SELECT COUNT(*) FROM claims c WHERE c.verdict_id = v.id)"
+                ).fetchone()[0]
+        except psycopg.OperationalError:  # PostgreSQL restarting: look again next time
+            return
+        self.ids = Counter(verdict_id for verdict_id, _ in rows)
+        self.verdicts = {verdict_id: {"status": status} for verdict_id, status in rows}
+        self.lines = len(rows)
+
+
+def restart_postgresql() -> None:
+    for version in sorted(os.listdir("/etc/postgresql")):
+        subprocess.run(
+            ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart"],
+            check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
+
+
 def drain_dead(url: str) -> list[Any]:
     records = []
     with Connection(url) as conn:
@@ -268,6 +309,14 @@ def run_chaos(config: ChaosConfig) -> ChaosReport:
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     results = workdir / "verdicts.jsonl"
     reset(url)
+    if config.store:  # this run's verdicts only: the store is migrated and emptied
+        import psycopg
+
+        from veredito.worker.store import open_store
+
+        open_store(config.store).close()
+        with psycopg.connect(config.store, autocommit=True) as conn:
+            conn.execute("TRUNCATE verdicts, claims")
 
     script = Script(
         latency=config.latency,
@@ -293,8 +342,9 @@ def run_chaos(config: ChaosConfig) -> ChaosReport:
         started = time.monotonic()
         producer = procs.start("produce", "produce", str(source))
         workers = [procs.start(f"worker{i}", *worker_args) for i in range(config.workers)]
-        sink = procs.start("results", "results", "--out", str(results))
-        tail = Tail(results)
+        sink_args = ("--to", config.store) if config.store else ("--out", str(results))
+        sink = procs.start("results", "results", *sink_args)
+        tail = StoreTail(config.store) if config.store else Tail(results)
         last_kill = time.monotonic()
         outage_ends: float | None = None
         done = False
@@ -317,8 +367,16 @@ def run_chaos(config: ChaosConfig) -> ChaosReport:
                 if config.sink_kill_at is not None and progress >= config.sink_kill_at:
                     config.sink_kill_at = None
                     sigkill(sink)
-                    sink = procs.start("results", "results", "--out", str(results))
+                    sink = procs.start("results", "results", *sink_args)
                     report.sink_kills += 1
+                if (
+                    config.store is not None
+                    and config.store_restart_at is not None
+                    and progress >= config.store_restart_at
+                ):
+                    config.store_restart_at = None
+                    restart_postgresql()
+                    report.store_restarts += 1
                 if (
                     config.broker_restart_at is not None
                     and config.broker == "rabbitmq"
@@ -368,6 +426,10 @@ def run_chaos(config: ChaosConfig) -> ChaosReport:
     report.dead_letter_ids = len({r["id"] for r in ours})
     report.broker_dead_lettered = len(records) - len(ours)
 
+    if isinstance(tail, StoreTail):
+        report.claims_mismatched = tail.claims_mismatched
+        if tail.claims_mismatched:
+            report.problems.append(f"{tail.claims_mismatched} verdicts with their claims wrong")
     if report.missing:
         report.problems.append(f"{report.missing} input ids have no verdict")
     if report.written_twice:
@@ -409,6 +471,9 @@ def main() -> None:
     parser.add_argument("--visibility-timeout", type=float, default=defaults.visibility_timeout)
     parser.add_argument("--deadline", type=float, default=defaults.deadline)
     parser.add_argument("--workdir", type=Path, default=defaults.workdir)
+    parser.add_argument(
+        "--store", help="postgresql://…: the sink writes there, and PostgreSQL is restarted"
+    )
     args = parser.parse_args()
     config = ChaosConfig(
         broker=args.broker,
@@ -424,6 +489,7 @@ def main() -> None:
         visibility_timeout=args.visibility_timeout,
         deadline=args.deadline,
         workdir=args.workdir,
+        store=args.store,
     )
     report = run_chaos(config)
     print(json.dumps({**asdict(report), "passed": report.passed}, indent=2))

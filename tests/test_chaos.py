@@ -59,3 +59,30 @@ def test_chaos_redis(tmp_path: Path) -> None:
     assert report.passed, report.problems
     assert report.worker_kills == 2 and report.sink_kills == 1
     assert report.distinct_ids == 1000 and report.failed == report.expected_failed > 0
+
+
+@pytest.mark.broker
+def test_chaos_rabbitmq_into_postgresql(tmp_path: Path, pg_url: str) -> None:
+    """The sink writes to PostgreSQL, and PostgreSQL is restarted mid-run (as well as the sink
+    killed and RabbitMQ restarted): every id stored once, each with its claims once."""
+    require_service(5672, "RabbitMQ")
+    require_service(6379, "Redis")
+    if shutil.which("pg_ctlcluster") is None or shutil.which("rabbitmqctl") is None:
+        if IN_CI:
+            pytest.fail("pg_ctlcluster and rabbitmqctl are needed to restart the services")
+        pytest.skip("no pg_ctlcluster or rabbitmqctl here")
+    report = run_chaos(
+        ChaosConfig(
+            broker="rabbitmq",
+            n=1000,
+            max_kills=1,
+            kill_every=4.0,
+            outage=5.0,
+            deadline=400.0,
+            workdir=tmp_path,
+            store=pg_url,
+        )
+    )
+    assert report.passed, report.problems
+    assert report.store_restarts == 1 and report.sink_kills == 1 and report.broker_restarts == 1
+    assert report.distinct_ids == 1000 and report.claims_mismatched == 0

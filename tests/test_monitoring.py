@@ -68,6 +68,7 @@ def panel_queries() -> list[tuple[str, str]]:
         (panel["title"], target["expr"])
         for panel in dashboard["panels"]
         for target in panel["targets"]
+        if "expr" in target  # the PostgreSQL table has rawSql (test_latest_hallucinated_...)
     ]
 
 
@@ -131,7 +132,7 @@ def test_every_alert_has_a_test_that_fires_and_one_that_does_not() -> None:
 def test_dashboard_has_a_stable_uid_variables_and_the_panels_asked_for() -> None:
     dashboard = json.loads(DASHBOARD.read_text())
     assert dashboard["uid"] == "veredito-main"
-    assert [v["name"] for v in dashboard["templating"]["list"]] == ["app", "judge"]
+    assert [v["name"] for v in dashboard["templating"]["list"]] == ["app", "judge", "review_url"]
     titles = " ".join(p["title"].lower() for p in dashboard["panels"])
     for words in (
         "by app",
@@ -148,12 +149,52 @@ def test_dashboard_has_a_stable_uid_variables_and_the_panels_asked_for() -> None
         "in-flight",
         "throughput",
         "queue depth",
+        "latest hallucinated answers",
     ):
         assert words in titles, words
     import runpy
 
     build = runpy.run_path(str(MONITORING / "grafana" / "make_dashboard.py"))["dashboard"]
     assert build() == dashboard, "veredito.json is stale: run monitoring/grafana/make_dashboard.py"
+
+
+def test_latest_hallucinated_answers_table_runs_on_the_store(pg_url: str) -> None:
+    """The table panel's SQL, with Grafana's macros expanded as Grafana does, on a real
+    PostgreSQL store; its datasource is the provisioned one, and each id links to the page."""
+    from tests.test_store import make_verdict
+    from veredito.worker.store import open_store
+
+    dashboard = json.loads(DASHBOARD.read_text())
+    [panel] = [p for p in dashboard["panels"] if p["title"] == "Latest hallucinated answers"]
+    provisioned = yaml.safe_load(
+        (MONITORING / "grafana" / "provisioning" / "datasources" / "postgres.yml").read_text()
+    )["datasources"][0]
+    assert panel["datasource"]["uid"] == provisioned["uid"]
+    assert panel["datasource"]["type"] == provisioned["type"]
+    [link] = panel["fieldConfig"]["overrides"][0]["properties"][0]["value"]
+    assert link["url"] == "${review_url}/verdicts/${__value.raw}"
+
+    verdicts = [make_verdict(i) for i in range(80)]
+    store = open_store(pg_url)
+    store.write([v.model_dump_json().encode() for v in verdicts])
+    store.close()
+    sql = panel["targets"][0]["rawSql"]
+    for apps, regex in ((None, ".*"), ({"rh-bot", "sac-bot"}, "rh-bot|sac-bot")):
+        expanded = sql.replace(
+            "$__timeFilter(evaluated_at)",
+            "evaluated_at BETWEEN '2026-11-30T12:00:00Z' AND '2026-11-30T14:10:00Z'",
+        ).replace("${app:regex}", regex)
+        import psycopg
+
+        with psycopg.connect(pg_url) as conn:
+            rows = conn.execute(expanded).fetchall()
+        expected = sorted(
+            (v for v in verdicts if v.hallucinated and (apps is None or v.app in apps)),
+            key=lambda v: (v.evaluated_at, v.id),
+            reverse=True,
+        )[:50]
+        assert [r[4] for r in rows] == [v.id for v in expected]
+        assert all(r[2] for r in rows)  # the categories column says what was invented
 
 
 def test_compose_file_validates_against_the_compose_specification() -> None:
@@ -173,9 +214,11 @@ def test_compose_file_validates_against_the_compose_specification() -> None:
         "prometheus",
         "alertmanager",
         "grafana",
+        "postgres",
     ):
         assert name in services, name
-    for name in ("rabbitmq", "redis", "worker", "prometheus", "alertmanager", "grafana"):
+    for name in ("rabbitmq", "redis", "worker", "prometheus", "alertmanager", "grafana",
+                 "postgres"):  # fmt: skip
         assert "healthcheck" in services[name], name
     env = services["worker"]["environment"]
     assert {"VEREDITO_LLM_BASE_URL", "VEREDITO_LLM_API_KEY"} <= set(env)

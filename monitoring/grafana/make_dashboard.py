@@ -11,6 +11,15 @@ from pathlib import Path
 from typing import Any
 
 DS = {"type": "prometheus", "uid": "veredito-prometheus"}
+PG = {"type": "grafana-postgresql-datasource", "uid": "veredito-postgres"}
+# The table of the latest hallucinated answers, from the verdict store; each id links to the
+# review page of `veredito serve --store` (the dashboard variable review_url says where it is).
+LATEST_SQL = """SELECT evaluated_at AS "time", app, categories, score, id
+FROM verdicts
+WHERE hallucinated AND $__timeFilter(evaluated_at)
+  AND COALESCE(app, '') ~ '^(${app:regex})$'
+ORDER BY evaluated_at DESC, id DESC
+LIMIT 50"""
 APP = 'app=~"$app"'
 AJ = 'app=~"$app",judge=~"$judge"'
 RI = "$__rate_interval"
@@ -212,6 +221,38 @@ def variable(name: str, metric: str) -> dict[str, Any]:
     }
 
 
+def latest_table(panel_id: int, y: int) -> dict[str, Any]:
+    link = {
+        "title": "Abrir no veredito",
+        "url": "${review_url}/verdicts/${__value.raw}",
+        "targetBlank": True,
+    }
+    return {
+        "id": panel_id,
+        "type": "table",
+        "title": "Latest hallucinated answers",
+        "description": "From the verdict store (PostgreSQL); the id opens the review page.",
+        "datasource": PG,
+        "gridPos": {"x": 0, "y": y, "w": 24, "h": 10},
+        "fieldConfig": {
+            "defaults": {},
+            "overrides": [
+                {
+                    "matcher": {"id": "byName", "options": "id"},
+                    "properties": [{"id": "links", "value": [link]}],
+                },
+                {
+                    "matcher": {"id": "byName", "options": "score"},
+                    "properties": [{"id": "decimals", "value": 2}],
+                },
+            ],
+        },
+        "options": {"showHeader": True, "sortBy": [{"displayName": "time", "desc": True}]},
+        "targets": [{"refId": "A", "datasource": PG, "format": "table", "rawQuery": True,
+                     "editorMode": "code", "rawSql": LATEST_SQL}],
+    }  # fmt: skip
+
+
 def dashboard() -> dict[str, Any]:
     panels = []
     x = y = 0
@@ -233,6 +274,7 @@ def dashboard() -> dict[str, Any]:
             }
         )
         x += width
+    panels.append(latest_table(len(PANELS) + 1, y + 8))
     return {
         "uid": "veredito-main",
         "title": "veredito — RAG hallucinations",
@@ -246,6 +288,14 @@ def dashboard() -> dict[str, Any]:
             "list": [
                 variable("app", "veredito_evaluations_total"),
                 variable("judge", "veredito_evaluations_total"),
+                {
+                    "name": "review_url",
+                    "label": "review page",
+                    "type": "textbox",
+                    "query": "http://localhost:8080",
+                    "current": {"text": "http://localhost:8080", "value": "http://localhost:8080"},
+                    "description": "where veredito serve --store answers, for the table's links",
+                },
             ]
         },
         "panels": panels,
@@ -255,4 +305,4 @@ def dashboard() -> dict[str, Any]:
 if __name__ == "__main__":
     path = Path(__file__).parent / "dashboards" / "veredito.json"
     path.write_text(json.dumps(dashboard(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    print(f"{len(PANELS)} panels -> {path}")
+    print(f"{len(PANELS) + 1} panels -> {path}")
