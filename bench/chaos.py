@@ -252,7 +252,8 @@ class Tail:
 
 class StoreTail(Tail):
     """The same view of a PostgreSQL store: every id stored (the primary key makes a second row
-    impossible; a verdict whose claims were written twice or half shows in ``claims_mismatched``)."""
+    impossible; a verdict whose claims were written twice or only in part shows in
+    ``claims_mismatched``)."""
 
     def __init__(self, url: str) -> None:
         super().__init__(Path("/nonexistent"))
