@@ -8,7 +8,8 @@
    - ``store``: ``Store.write`` in batches of 500 from this process (one transaction each);
    - ``sink``: the verdicts published to ``veredito.verdicts`` first, then one
      ``veredito results --to URL --limit N`` process timed as a whole (start-up, migration,
-     consuming, committing, acking);
+     consuming, committing, acking), and as it reports itself from its first message taken to
+     its last ack (``sink_steady``);
    - ``read``: on the full database, the review page's queries (a page of 50 with filters, and
      the counts) timed 50 times each, median in milliseconds.
 
@@ -84,7 +85,9 @@ def time_store(url: str, bodies: list[bytes]) -> float:
     return len(bodies) / elapsed
 
 
-def time_sink(url: str, messages: list[Any], broker: str) -> float:
+def time_sink(url: str, messages: list[Any], broker: str) -> tuple[float, float]:
+    """(verdicts/s of the whole process, start-up included; verdicts/s from its first message
+    to its last ack, as it reports)."""
     topology.delete_queues(broker)
     publisher = Publisher(broker, declare=(topology.verdicts_queue,)).start()
     for i in range(0, len(messages), 1000):
@@ -100,7 +103,8 @@ def time_sink(url: str, messages: list[Any], broker: str) -> float:
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(done.stderr[-2000:])
-    return len(messages) / elapsed
+    steady = float(done.stderr.rsplit(", ", 1)[-1].split("/s")[0])
+    return len(messages) / elapsed, steady
 
 
 def time_reads(url: str) -> dict[str, float]:
@@ -148,19 +152,23 @@ def main() -> None:
     }
     with tempfile.TemporaryDirectory() as tmp:
         for kind in args.stores.split(","):
-            store_rates, sink_rates = [], []
+            store_rates, sink_rates, steady_rates = [], [], []
             reads: dict[str, float] = {}
             for run in range(args.repeat):
                 print(f"{kind}: run {run + 1}", file=sys.stderr)
                 store_rates.append(time_store(fresh(kind, Path(tmp), 2 * run), bodies))
                 url = fresh(kind, Path(tmp), 2 * run + 1)
-                sink_rates.append(time_sink(url, messages, args.broker))
+                whole, steady = time_sink(url, messages, args.broker)
+                sink_rates.append(whole)
+                steady_rates.append(steady)
                 reads = time_reads(url)
             report[kind] = {
                 "store_per_s": round(statistics.median(store_rates)),
                 "sink_per_s": round(statistics.median(sink_rates)),
+                "sink_steady_per_s": round(statistics.median(steady_rates)),
                 "store_runs": [round(x) for x in store_rates],
                 "sink_runs": [round(x) for x in sink_rates],
+                "sink_steady_runs": [round(x) for x in steady_rates],
                 "reads_on_full_db": reads,
             }
     topology.delete_queues(args.broker)

@@ -102,6 +102,34 @@ def test_a_body_that_is_not_a_verdict_is_counted_not_stored(store: SQLStore) -> 
     assert count(store, "verdicts") == 1
 
 
+def test_text_a_database_cannot_hold_is_stored_all_the_same(store: SQLStore) -> None:
+    """NUL in an answer (PostgreSQL's text refuses it) and a chunk index past any integer."""
+    v = make_verdict(8)
+    v.input = TripleInput(query="q\x00", context=["c\x00"], answer="a\x00b")
+    v.metadata = {"app": "sac\x00bot"}
+    v.claims = [Claim(text="a\x00b", verdict="invented", chunk_idx=10**20)]
+    assert store.write([body(v)]) == (1, 0)
+    assert store.get(v.id) == json.loads(body(v))  # the verdict itself, exactly
+    assert store.list_verdicts(Filters(app="sac\ufffdbot")).items[0]["id"] == v.id
+
+
+def test_a_verdict_the_database_refuses_does_not_hold_back_the_batch(
+    store: SQLStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = store._insert
+    refusal = store.data_errors()[0]
+
+    def insert(conn: object, batch: list) -> int:  # type: ignore[type-arg]
+        if any(row[0] == "v-00003" for row, _ in batch):
+            raise refusal("refused")
+        return real(conn, batch)
+
+    monkeypatch.setattr(store, "_insert", insert)
+    assert store.write([body(make_verdict(i)) for i in range(6)]) == (5, 0)
+    assert store.refused == 1
+    assert store.get("v-00003") is None and store.get("v-00004") is not None
+
+
 def test_the_whole_verdict_comes_back(store: SQLStore) -> None:
     v = make_verdict(7)
     store.write([body(v)])
@@ -170,6 +198,7 @@ def test_concurrent_sinks_writing_the_same_ids_store_each_once(store_url: str) -
     open_sql_store(store_url).close()  # migrated once; the writers race on the rows
     totals: list[tuple[int, int]] = []
     errors: list[BaseException] = []
+    careful: list[int] = []
 
     def sink(seed: int) -> None:
         own = open_sql_store(store_url)  # its own connection, as a separate process has
@@ -181,6 +210,7 @@ def test_concurrent_sinks_writing_the_same_ids_store_each_once(store_url: str) -
         except BaseException as exc:
             errors.append(exc)
         finally:
+            careful.append(own.careful_batches)
             own.close()
 
     threads = [threading.Thread(target=sink, args=(seed,)) for seed in range(4)]
@@ -189,6 +219,7 @@ def test_concurrent_sinks_writing_the_same_ids_store_each_once(store_url: str) -
     for t in threads:
         t.join(timeout=120)
     assert not errors
+    print(f"batches that met another writer's rows: {sum(careful)}")
     assert sum(w for w, _ in totals) == 400
     assert sum(d for _, d in totals) == 3 * 400
     check = open_sql_store(store_url)

@@ -446,7 +446,12 @@ def _results(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         bar.close()
         store.close()
-    print(f"wrote {sink.written} verdicts ({sink.duplicates} duplicates skipped)", file=sys.stderr)
+    rate = f", {sink.written / sink.seconds:.0f}/s" if sink.seconds else ""
+    print(
+        f"wrote {sink.written} verdicts ({sink.duplicates} duplicates skipped) "
+        f"in {sink.seconds:.2f} s{rate}",
+        file=sys.stderr,
+    )
     return 0
 
 

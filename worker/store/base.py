@@ -87,7 +87,12 @@ def parse_when(text: str, *, now: datetime | None = None) -> str:
     return timestamp(moment)
 
 
+_CANONICAL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+
+
 def _evaluated_at(value: Any) -> str:
+    if isinstance(value, str) and _CANONICAL.fullmatch(value):
+        return value  # what our verdicts carry: already UTC and fixed width
     if isinstance(value, str):
         try:
             return parse_when(value)
@@ -120,7 +125,10 @@ def _number(value: Any) -> float | None:
 
 
 def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
+    """A text column's value; NUL (which PostgreSQL's text cannot hold) becomes U+FFFD."""
+    if not isinstance(value, str):
+        return None
+    return value.replace("\x00", "\ufffd") if "\x00" in value else value
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -166,7 +174,9 @@ def rows_of(body: bytes) -> tuple[VerdictRow, list[ClaimRow]] | None:
                 _text(claim.get("text")) or "",
                 _text(claim.get("verdict")) or "invented",
                 _text(claim.get("category")),
-                chunk if isinstance(chunk, int) and not isinstance(chunk, bool) else None,
+                chunk
+                if isinstance(chunk, int) and not isinstance(chunk, bool) and 0 <= chunk < 2**31
+                else None,
                 _text(claim.get("source")),
             )
         )

@@ -94,6 +94,8 @@ class SQLStore:
     def __init__(self, url: str, *, migrate_to: int | None = None) -> None:
         self.url = url
         self.invalid = 0  # bodies that were not verdicts (no string id): logged, not stored
+        self.careful_batches = 0  # PostgreSQL: batches that met another sink's rows mid-write
+        self.refused = 0  # verdicts the database would not take (logged with their id)
         self._local = threading.local()
         self._all: list[Any] = []
         self._lock = threading.Lock()
@@ -104,6 +106,10 @@ class SQLStore:
         raise NotImplementedError
 
     def unavailable_errors(self) -> tuple[type[BaseException], ...]:
+        raise NotImplementedError
+
+    def data_errors(self) -> tuple[type[BaseException], ...]:
+        """Errors about a row's content, not about the database being there."""
         raise NotImplementedError
 
     def _conn(self) -> Any:
@@ -193,11 +199,32 @@ class SQLStore:
             batch[rows[0][0]] = rows
         if not batch:
             return 0, duplicates
+        refused_before = self.refused
         # in id order: concurrent sinks writing the same ids take their locks in one order and
         # cannot deadlock
-        with self._using() as conn:
-            written = self._insert(conn, [batch[key] for key in sorted(batch)])
-        return written, duplicates + len(batch) - written
+        ordered = [batch[key] for key in sorted(batch)]
+        try:
+            with self._using() as conn:
+                written = self._insert(conn, ordered)
+        except self.data_errors() as exc:
+            # One verdict the database refuses must not hold the others back (nor loop the
+            # sink forever): write them one by one, and report the ones refused.
+            log.warning(
+                "a batch was refused (%s); writing it verdict by verdict", type(exc).__name__
+            )
+            written = 0
+            for item in ordered:
+                try:
+                    with self._using() as conn:
+                        written += self._insert(conn, [item])
+                except self.data_errors() as one:
+                    self.refused += 1
+                    log.error(
+                        "verdict %s cannot be stored (%s); acked without storing it",
+                        item[0][0],
+                        type(one).__name__,
+                    )
+        return written, duplicates + len(batch) - written - (self.refused - refused_before)
 
     def _insert(self, conn: Any, batch: list[tuple[VerdictRow, list[ClaimRow]]]) -> int:
         raise NotImplementedError
@@ -344,6 +371,9 @@ class SQLiteStore(SQLStore):
     def unavailable_errors(self) -> tuple[type[BaseException], ...]:
         return (sqlite3.OperationalError,)  # locked past the timeout, disk full, I/O error
 
+    def data_errors(self) -> tuple[type[BaseException], ...]:
+        return (sqlite3.IntegrityError, sqlite3.DataError)
+
     @contextmanager
     def _transaction(self, conn: sqlite3.Connection) -> Iterator[None]:
         conn.execute("BEGIN IMMEDIATE")
@@ -404,6 +434,11 @@ class PostgresStore(SQLStore):
 
         return (psycopg.OperationalError, psycopg.InterfaceError)
 
+    def data_errors(self) -> tuple[type[BaseException], ...]:
+        import psycopg
+
+        return (psycopg.DataError, psycopg.IntegrityError)
+
     def _time_param(self) -> str:
         return "%s::timestamptz"
 
@@ -418,25 +453,49 @@ class PostgresStore(SQLStore):
             self._apply(conn, int(current.fetchone()[0]), target)
 
     def _insert(self, conn: Any, batch: list[tuple[VerdictRow, list[ClaimRow]]]) -> int:
-        columns = list(zip(*(row for row, _ in batch), strict=True))
-        with conn.transaction():
-            cur = conn.execute(
-                f"INSERT INTO verdicts ({_VERDICT_COLUMNS}) SELECT * FROM unnest("
-                "%s::text[], %s::text[], %s::text[], %s::bool[], %s::float8[], %s::float8[], "
-                "%s::text[], %s::text[], %s::text[]::timestamptz[], %s::text[], "
-                "%s::text[]::json[]) ON CONFLICT (id) DO NOTHING RETURNING id",
-                [list(column) for column in columns],
+        """The ids not stored yet are COPYed straight into ``verdicts`` and their claims into
+        ``claims``. If another sink stored one of them meanwhile (a unique violation), the batch
+        goes the careful way instead: COPY into a temporary table, then one ``INSERT … ON
+        CONFLICT DO NOTHING RETURNING id``, and the claims of the ids that were new."""
+        import psycopg
+
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute("SELECT id FROM verdicts WHERE id = ANY(%s)", ([r[0] for r, _ in batch],))
+            stored = {r[0] for r in cur.fetchall()}
+            new = [(row, claims) for row, claims in batch if row[0] not in stored]
+            if not new:
+                return 0
+            try:
+                with conn.transaction():  # a savepoint: a violation undoes only this
+                    with cur.copy(f"COPY verdicts ({_VERDICT_COLUMNS}) FROM STDIN") as copy:
+                        for row, _ in new:
+                            copy.write_row(row)
+                    self._copy_claims(cur, new)
+                return len(new)
+            except psycopg.errors.UniqueViolation:
+                self.careful_batches += 1
+                log.debug("another sink wrote some of these ids; taking the careful path")
+            cur.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS verdicts_in "
+                "(LIKE verdicts INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
             )
-            new = {r[0] for r in cur.fetchall()}
-            claims = [c for row, cs in batch if row[0] in new for c in cs]
-            if claims:
-                conn.execute(
-                    f"INSERT INTO claims ({_CLAIM_COLUMNS}) SELECT * FROM unnest("
-                    "%s::text[], %s::int[], %s::text[], %s::text[], %s::text[], %s::int[], "
-                    "%s::text[])",
-                    [list(column) for column in zip(*claims, strict=True)],
-                )
-        return len(new)
+            with cur.copy(f"COPY verdicts_in ({_VERDICT_COLUMNS}) FROM STDIN") as copy:
+                for row, _ in new:
+                    copy.write_row(row)
+            cur.execute(
+                f"INSERT INTO verdicts ({_VERDICT_COLUMNS}) SELECT {_VERDICT_COLUMNS} "
+                "FROM verdicts_in ORDER BY id ON CONFLICT (id) DO NOTHING RETURNING id"
+            )
+            written = {r[0] for r in cur.fetchall()}
+            self._copy_claims(cur, [(row, claims) for row, claims in new if row[0] in written])
+            return len(written)
+
+    @staticmethod
+    def _copy_claims(cur: Any, batch: list[tuple[VerdictRow, list[ClaimRow]]]) -> None:
+        with cur.copy(f"COPY claims ({_CLAIM_COLUMNS}) FROM STDIN") as copy:
+            for _, claims in batch:
+                for claim in claims:
+                    copy.write_row(claim)
 
 
 def open_sql_store(url: str, *, migrate_to: int | None = None) -> SQLStore:
