@@ -85,7 +85,7 @@ def time_store(url: str, bodies: list[bytes]) -> float:
     return len(bodies) / elapsed
 
 
-def time_sink(url: str, messages: list[Any], broker: str) -> tuple[float, float]:
+def time_sink(url: str, messages: list[Any], broker: str, batch: int) -> tuple[float, float]:
     """(verdicts/s of the whole process, start-up included; verdicts/s from its first message
     to its last ack, as it reports)."""
     topology.delete_queues(broker)
@@ -97,7 +97,8 @@ def time_sink(url: str, messages: list[Any], broker: str) -> tuple[float, float]
     env["VEREDITO_BROKER_URL"] = broker
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "veredito", "results", "--to", url, "--limit", str(len(messages))],
+        [sys.executable, "-m", "veredito", "results", "--to", url, "--limit", str(len(messages)),
+         "--batch", str(batch)],
         env=env, cwd=ROOT, capture_output=True, text=True,
     )  # fmt: skip
     elapsed = time.perf_counter() - started
@@ -139,6 +140,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--stores", default="sqlite,postgresql")
+    parser.add_argument("--batch", type=int, default=1000, help="the sink's --batch")
     parser.add_argument("--broker", default="amqp://guest:guest@127.0.0.1:5672//")
     args = parser.parse_args()
     print(f"judging {args.n} distinct triples ...", file=sys.stderr)
@@ -147,6 +149,7 @@ def main() -> None:
     messages = [verdict_message(v) for v in verdicts]
     report: dict[str, Any] = {
         "n": args.n,
+        "sink_batch": args.batch,
         "verdict_bytes": round(sum(map(len, bodies)) / len(bodies)),
         "claims_per_verdict": round(sum(len(v.claims) for v in verdicts) / len(verdicts), 2),
     }
@@ -158,7 +161,7 @@ def main() -> None:
                 print(f"{kind}: run {run + 1}", file=sys.stderr)
                 store_rates.append(time_store(fresh(kind, Path(tmp), 2 * run), bodies))
                 url = fresh(kind, Path(tmp), 2 * run + 1)
-                whole, steady = time_sink(url, messages, args.broker)
+                whole, steady = time_sink(url, messages, args.broker, args.batch)
                 sink_rates.append(whole)
                 steady_rates.append(steady)
                 reads = time_reads(url)

@@ -117,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
         "postgresql://USER@HOST/DB",
     )
     results.add_argument("--out", help="append verdicts to this JSONL file (= --to file:PATH)")
+    results.add_argument(
+        "--batch", type=int, default=1000, help="verdicts per commit (default 1000; 1-10000)"
+    )
     results.add_argument("--broker", help="broker URL")
     results.add_argument("--limit", type=int, help="stop after writing this many verdicts")
     results.add_argument(
@@ -429,6 +432,9 @@ def _results(args: argparse.Namespace, settings: Settings) -> int:
     if args.out and args.to:
         print("veredito: --out and --to name two outputs; choose one", file=sys.stderr)
         return 2
+    if not 1 <= args.batch <= 10_000:
+        print("veredito: --batch: from 1 to 10000 verdicts per commit", file=sys.stderr)
+        return 2
     store = _open_store(args.to or f"file:{args.out or '-'}")
     if store is None:
         return 2
@@ -439,6 +445,7 @@ def _results(args: argparse.Namespace, settings: Settings) -> int:
             store,
             limit=args.limit,
             idle_timeout=args.idle_timeout,
+            batch_size=args.batch,
             progress=bar,
             transport_options=settings.broker_transport_options(),
             transport=settings.broker_transport(),

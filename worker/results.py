@@ -88,7 +88,7 @@ def collect(
     *,
     limit: int | None = None,
     idle_timeout: float | None = None,
-    batch_size: int = 500,
+    batch_size: int = 1000,
     progress: Any = None,
     transport_options: dict[str, Any] | None = None,
     transport: str | None = None,
