@@ -242,3 +242,23 @@ def test_a_verdict_without_its_input_says_so(tmp_path: Path) -> None:
         status, page, _ = get(base, "/verdicts/v-00005", token=None)
         assert status == 200 and "VEREDITO_VERDICT_INPUT=off" in page
         assert get(base, "/verdicts/missing", token=None)[0] == 404
+
+
+def test_the_page_filters_by_dates_and_counts_what_it_shows(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'v.db'}"
+    verdicts = [make_verdict(i * 60) for i in range(40)]  # one an hour back from 14:05 on 30/11
+    store = open_store(url)
+    store.write([v.model_dump_json().encode() for v in verdicts])
+    store.close()
+    on_the_30th = [v for v in verdicts if v.evaluated_at.startswith("2026-11-30")]
+    assert 0 < len(on_the_30th) < len(verdicts)
+    with reading(url) as base:
+        status, page, _ = get(base, "/?de=2026-11-30&ate=2026-11-30", token=None)
+        assert status == 200
+        assert page.count('class="open"') == len(on_the_30th)
+        assert f'<span class="n" id="n-answers">{len(on_the_30th)}</span>' in page
+        status, page, _ = get(base, "/?de=2026-11-29&ate=2026-11-29&only=1", token=None)
+        expected = [v for v in verdicts if v.evaluated_at.startswith("2026-11-29") and v.hallucinated]
+        assert page.count('class="open"') == len(expected)
+        status, page, _ = get(base, "/?de=ontem", token=None)
+        assert status == 400 and "de: " in page

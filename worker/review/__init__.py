@@ -25,7 +25,8 @@ import base64
 import binascii
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from datetime import date, timedelta
 from importlib import resources
 from typing import Any
 from urllib.parse import urlencode
@@ -356,6 +357,9 @@ async def page_list(request: web.Request) -> web.Response:
         return grant
     query = dict(request.query)
     period = query.pop("period", "24h")  # the first visit shows the last day
+    days = {name: query.pop(name, "").strip() for name in ("de", "ate")}
+    if days["de"] or days["ate"]:
+        period = ""  # dates chosen: they are the range
     if period and "since" not in query:
         if period not in {p for p, _ in PERIODS}:
             period = ""
@@ -364,11 +368,22 @@ async def page_list(request: web.Request) -> web.Response:
     if query.get("only") == "1":
         query["hallucinated"] = "true"
     try:
+        for name, day in days.items():
+            if not day:
+                continue
+            try:
+                chosen = date.fromisoformat(day)
+            except ValueError:
+                raise BadParameter(name, f"{day!r} não é uma data (AAAA-MM-DD)") from None
+            if name == "de":
+                query["since"] = chosen.isoformat()
+            else:  # "até" includes the day chosen
+                query["until"] = (chosen + timedelta(days=1)).isoformat()
         filters = _filters(query, grant)
         store = request.app[REVIEW].store
         cursor = request.query.get("cursor") or None
         page = await _call(request, store.list_verdicts, filters, cursor=cursor, limit=PAGE_SIZE)
-        stats = await _call(request, store.stats, replace(filters, verdict=None))
+        stats = await _call(request, store.stats, filters)
     except (BadParameter, ValueError) as exc:
         return _render("error.html", 400, title="Filtro inválido", message=str(exc))
     except StoreUnavailable:
@@ -390,6 +405,8 @@ async def page_list(request: web.Request) -> web.Response:
             "verdict": request.query.get("verdict", ""),
             "status": request.query.get("status", ""),
             "period": period,
+            "de": days["de"],
+            "ate": days["ate"],
             "only": request.query.get("only") == "1",
         },
         more=more,
