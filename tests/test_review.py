@@ -258,7 +258,9 @@ def test_the_page_filters_by_dates_and_counts_what_it_shows(tmp_path: Path) -> N
         assert page.count('class="open"') == len(on_the_30th)
         assert f'<span class="n" id="n-answers">{len(on_the_30th)}</span>' in page
         status, page, _ = get(base, "/?de=2026-11-29&ate=2026-11-29&only=1", token=None)
-        expected = [v for v in verdicts if v.evaluated_at.startswith("2026-11-29") and v.hallucinated]
+        expected = [
+            v for v in verdicts if v.evaluated_at.startswith("2026-11-29") and v.hallucinated
+        ]
         assert page.count('class="open"') == len(expected)
         status, page, _ = get(base, "/?de=ontem", token=None)
         assert status == 400 and "de: " in page
