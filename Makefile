@@ -48,12 +48,16 @@ bench: $(STAMP)
 	$(BIN)/python bench/throughput.py
 	$(BIN)/python bench/rules_speed.py
 	$(BIN)/python bench/ingest.py
+	$(BIN)/python bench/store_speed.py
 
-## The big chaos runs of docs/reliability.md (each empties veredito's queues first).
+## The big chaos runs of docs/reliability.md (each empties veredito's queues first; the third
+## writes to PostgreSQL and restarts it).
 chaos: $(STAMP)
 	bash scripts/ensure-services.sh
 	$(BIN)/python bench/chaos.py --broker rabbitmq --n 10000 --kill-every 5 --outage 40
 	$(BIN)/python bench/chaos.py --broker redis --n 3000 --kill-every 5 --outage 40 --visibility-timeout 60
+	$(BIN)/python bench/chaos.py --broker rabbitmq --n 10000 --kill-every 5 --outage 40 \
+	  --store postgresql://postgres@127.0.0.1:5432/veredito_chaos
 
 ## 100,000 generated hostile inputs over the contract, the reader, the pipeline and the parser.
 fuzz: $(STAMP)

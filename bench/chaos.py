@@ -310,11 +310,20 @@ def run_chaos(config: ChaosConfig) -> ChaosReport:
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     results = workdir / "verdicts.jsonl"
     reset(url)
-    if config.store:  # this run's verdicts only: the store is migrated and emptied
+    if config.store:  # this run's verdicts only: the store is created, migrated and emptied
         import psycopg
+        from psycopg.conninfo import conninfo_to_dict
 
         from veredito.worker.store import open_store
 
+        target = conninfo_to_dict(config.store)
+        admin = {**target, "dbname": "postgres"}
+        with psycopg.connect(**admin, autocommit=True) as conn:  # type: ignore[arg-type]
+            exists = conn.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", (target["dbname"],)
+            ).fetchone()
+            if not exists:
+                conn.execute(f'CREATE DATABASE "{target["dbname"]}"')
         open_store(config.store).close()
         with psycopg.connect(config.store, autocommit=True) as conn:
             conn.execute("TRUNCATE verdicts, claims")
