@@ -38,6 +38,7 @@ import json
 import random
 import re
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,9 +68,29 @@ class Script:
     seed: int = 7
     faults: Counter[str] = field(default_factory=Counter)
     rng: random.Random = field(init=False)
+    # a provider's rate limit: above ``rpm_limit`` requests a minute (with a second of burst),
+    # 429 with ``Retry-After: retry_after``; ``accepted_at`` keeps when each accepted one came
+    rpm_limit: int | None = None
+    retry_after: str = "1"
+    accepted_at: list[float] = field(default_factory=list)
+    rejected_429: int = 0
+    _tat: float = 0.0
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
+
+    def over_limit(self, now: float) -> bool:
+        """GCRA at ``rpm_limit``: True (and nothing counted) for a request above the rate."""
+        if not self.rpm_limit:
+            return False
+        interval = 60.0 / self.rpm_limit
+        tat = max(self._tat, now)
+        if tat - now > 1.0:  # more than a second's burst ahead
+            self.rejected_429 += 1
+            return True
+        self._tat = tat + interval
+        self.accepted_at.append(now)
+        return False
 
     def fault(self) -> str | None:
         if self.down:
@@ -191,6 +212,12 @@ async def chat_completions(request: web.Request) -> web.Response:
     script.attempts[key] += 1
     attempt = script.attempts[key]
     script.served += 1
+    if script.over_limit(time.monotonic()):
+        return web.json_response(
+            {"error": {"message": "Rate limit reached for requests"}},
+            status=429,
+            headers={"Retry-After": script.retry_after},
+        )
 
     delay = script.slow_seconds if behaviour == "slow" else script.latency
     if delay:

@@ -34,6 +34,7 @@ from veredito.worker.errors import (
     RetryableError,
 )
 from veredito.worker.metrics import Metrics
+from veredito.worker.ratelimit import RateLimiter, estimate_tokens
 
 __all__ = ["ChatClient", "Completion", "Message"]
 
@@ -108,6 +109,7 @@ class ChatClient:
         metrics: Metrics | None = None,
         breaker: CircuitBreaker | None = None,
         hold_on_refused_key: bool = False,
+        limiter: RateLimiter | None = None,
     ) -> None:
         self._session = session
         self.url = base_url.rstrip("/") + "/chat/completions"
@@ -125,6 +127,7 @@ class ChatClient:
         self._metrics = metrics
         self.breaker = breaker or CircuitBreaker(metrics=metrics)
         self.hold_on_refused_key = hold_on_refused_key
+        self.limiter = limiter
 
     def request_body(self, messages: list[Message]) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -188,13 +191,19 @@ class ChatClient:
     async def _attempt(self, messages: list[Message]) -> Completion:
         """One request, through the breaker; a failure is marked ``outage`` when it should not
         count against the request's own tries."""
-        breaker = self.breaker
+        breaker, limiter = self.breaker, self.limiter
+        cost = 0
+        if limiter is not None:  # our turn under the shared rate, before anything else
+            cost = estimate_tokens(sum(len(m["content"]) for m in messages), self.max_tokens)
+            await limiter.acquire(cost)
         probe = await breaker.acquire()
         opened = breaker.opened
         try:
             completion = await self._request(messages)
         except RetryableError as exc:
             breaker.failure(probe)
+            if isinstance(exc, JudgeRateLimited) and limiter is not None:
+                await limiter.limited(exc.retry_after)
             if isinstance(exc, JudgeRateLimited) and exc.retry_after is not None:
                 breaker.pause(min(exc.retry_after, self.max_backoff))
             exc.outage = (  # type: ignore[attr-defined]
@@ -213,6 +222,8 @@ class ChatClient:
             breaker.release(probe)
             raise
         breaker.success(probe)
+        if limiter is not None:
+            await limiter.settle(cost, completion.prompt_tokens + completion.completion_tokens)
         return completion
 
     async def _request(self, messages: list[Message]) -> Completion:

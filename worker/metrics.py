@@ -86,6 +86,24 @@ class Metrics:
         self.retries = Counter(
             "veredito_judge_retries_total", "Judge requests tried again", ["reason"], registry=r
         )
+        self.rate_limit = Gauge(
+            "veredito_judge_rate_limit",
+            "The shared rate limit now in force (VEREDITO_LLM_RPM/TPM, lowered after 429s)",
+            ["model", "kind"],
+            registry=r,
+        )
+        self.rate_wait = Counter(
+            "veredito_judge_rate_wait_seconds_total",
+            "Seconds requests waited for their turn under the shared rate limit",
+            ["model"],
+            registry=r,
+        )
+        self.rate_limited = Counter(
+            "veredito_judge_rate_limited_total",
+            "429 Too Many Requests answers from the judge",
+            ["model"],
+            registry=r,
+        )
         self.repairs = Counter(
             "veredito_judge_output_repairs_total",
             "Repairs made to judge replies",

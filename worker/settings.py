@@ -45,6 +45,15 @@ class Settings(BaseSettings):
         description="tries per request on retryable errors while the judge is otherwise healthy",
     )
     llm_max_backoff: float = Field(default=30.0, ge=0, description="longest wait between tries")
+    llm_rpm: int | None = Field(
+        default=None, ge=1, description="requests per minute to the judge, across every worker"
+    )
+    llm_tpm: int | None = Field(
+        default=None, ge=1, description="tokens per minute to the judge, across every worker"
+    )
+    llm_rate_recovery: float = Field(
+        default=60.0, gt=0, description="seconds for a limit lowered by 429s to come back"
+    )
 
     breaker_failures: int = Field(
         default=10, ge=1, description="consecutive retryable failures that open the circuit"

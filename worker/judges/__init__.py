@@ -11,6 +11,7 @@ from veredito.worker.judges.llm import LLMJudge
 from veredito.worker.judges.rules import RulesJudge
 from veredito.worker.llm_client import ChatClient
 from veredito.worker.metrics import Metrics
+from veredito.worker.ratelimit import build_limiter
 from veredito.worker.settings import Settings
 
 __all__ = ["Judge", "JudgeNotConfigured", "Judgement", "build_judge", "new_session"]
@@ -70,6 +71,7 @@ def build_judge(
             metrics=metrics,
         ),
         hold_on_refused_key=hold_on_refused_key,
+        limiter=build_limiter(settings, metrics),
     )
     judge: Judge = LLMJudge(client, settings.prompts, metrics)
     if settings.cross_check != "off":
