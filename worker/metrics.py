@@ -86,6 +86,30 @@ class Metrics:
         self.retries = Counter(
             "veredito_judge_retries_total", "Judge requests tried again", ["reason"], registry=r
         )
+        self.cost = Counter(
+            "veredito_judge_cost",
+            "US dollars the judge's tokens cost (approximate prices; cached verdicts cost 0)",
+            ["app", "model"],
+            registry=r,
+        )
+        self.cache = Counter(
+            "veredito_judge_cache",
+            "Verdict cache look-ups: hit, miss, error (Redis away)",
+            ["result"],
+            registry=r,
+        )
+        self.budget_fallbacks = Counter(
+            "veredito_budget_fallbacks",
+            "Triples judged by the rules judge because their app's daily budget was spent",
+            ["app"],
+            registry=r,
+        )
+        self.budget_spent = Gauge(
+            "veredito_budget_spent_usd",
+            "Today's spend of an app with a daily budget (UTC day), as this process last saw it",
+            ["app"],
+            registry=r,
+        )
         self.rate_limit = Gauge(
             "veredito_judge_rate_limit",
             "The shared rate limit now in force (VEREDITO_LLM_RPM/TPM, lowered after 429s)",
@@ -192,6 +216,8 @@ class Metrics:
                 self.child(self.faithfulness, app).observe(verdict.faithfulness.score)
         if latency is not None and latency >= 0:
             self.child(self.latency, app).observe(latency)
+        if verdict.cost_usd and not verdict.cached and verdict.judge is not None:
+            self.child(self.cost, app, verdict.judge.model or "unknown").inc(verdict.cost_usd)
 
     def record_repairs(self, kinds: Iterable[str]) -> None:
         for kind in kinds:

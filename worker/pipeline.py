@@ -26,10 +26,12 @@ from veredito.producer.triple import (
 from veredito.worker.errors import JudgeOutputInvalid, PermanentError, RetryableError
 from veredito.worker.judges.base import Judge
 from veredito.worker.metrics import Metrics
+from veredito.worker.privacy import redact_verdict
 from veredito.worker.scoring import count_categories, is_hallucinated, score_claims
-from veredito.worker.verdict import TripleInput, Verdict, VerdictError, utc_now
+from veredito.worker.spend import Spending
+from veredito.worker.verdict import JudgeInfo, TripleInput, Verdict, VerdictError, utc_now
 
-__all__ = ["Outcome", "Pipeline", "fallback_id"]
+__all__ = ["Outcome", "Pipeline", "Spending", "fallback_id"]
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +50,15 @@ class Pipeline:
         metrics: Metrics | None = None,
         *,
         keep_input: bool = True,
+        spending: Spending | None = None,
+        redact_stored: bool = False,
     ):
         self.judge = judge
         self.limits = limits
         self.metrics = metrics
         self.keep_input = keep_input  # the verdict carries the query, context and answer
+        self.spending = spending or Spending()
+        self.redact_stored = redact_stored  # the verdict's texts masked (worker/privacy.py)
 
     async def evaluate(self, envelope: dict[str, Any]) -> Outcome:
         started = time.perf_counter()
@@ -79,24 +85,36 @@ class Pipeline:
                     verdict.metadata = check_metadata(raw_triple["metadata"])
             return Outcome(verdict)
 
+        judge, info = await self._judge_for(triple)
         if self.metrics is not None:
             self.metrics.inflight.inc()
         try:
-            judgement = await self.judge.judge(triple)
+            judgement = await judge.judge(triple)
         except Exception as exc:  # every triple ends as a verdict; nothing here is retried
             outcome = self._failed(triple.id, triple.metadata, exc, envelope, source, started)
             outcome.verdict.input = self._input(triple)
+            usage = outcome.verdict.usage
+            outcome.verdict.cost_usd = await self._spent(
+                triple,
+                info,
+                usage.get("prompt_tokens", 0),
+                usage.get("completion_tokens", 0),
+                cached=False,
+            )
+            if self.redact_stored:
+                redact_verdict(outcome.verdict, triple)
             return outcome
         finally:
             if self.metrics is not None:
                 self.metrics.inflight.dec()
+        info = judgement.info or info
 
         judge_seconds = time.perf_counter() - started
         claims = judgement.claims or []
         verdict = Verdict(
             id=triple.id,
             status="ok",
-            judge=self.judge.info,
+            judge=info,
             claims=claims,
             score=score_claims(claims),
             reported_score=judgement.reported_score,
@@ -117,8 +135,49 @@ class Pipeline:
             },
             source=source,
             input=self._input(triple),
+            cached=judgement.cached,
+            cost_usd=await self._spent(
+                triple,
+                info,
+                judgement.prompt_tokens,
+                judgement.completion_tokens,
+                cached=judgement.cached,
+            ),
         )
+        if self.redact_stored:
+            redact_verdict(verdict, triple)
         return Outcome(verdict)
+
+    async def _judge_for(self, triple: Triple) -> tuple[Judge, JudgeInfo]:
+        """The judge for this triple: the rules judge when its app's daily budget is spent."""
+        spending, info = self.spending, self.judge.info
+        if (
+            info.kind == "llm"
+            and spending.budget is not None
+            and spending.fallback is not None
+            and await spending.budget.exhausted(triple.app)
+        ):
+            if self.metrics is not None:
+                app = self.metrics.app_label(triple.app)
+                self.metrics.child(self.metrics.budget_fallbacks, app).inc()
+            fallback = spending.fallback.info
+            return spending.fallback, fallback.model_copy(update={"fallback_reason": "budget"})
+        return self.judge, info
+
+    async def _spent(
+        self, triple: Triple, info: JudgeInfo, prompt: int, completion: int, *, cached: bool
+    ) -> float | None:
+        """The judgement's cost (0 for the rules judge); a fresh one counts against the budget."""
+        if info.kind == "rules":
+            return 0.0
+        cost = self.spending.pricing.cost(info.model, prompt, completion)
+        budget = self.spending.budget
+        if cost and not cached and budget is not None and budget.limit(triple.app) is not None:
+            total = await budget.spend(triple.app, cost)
+            if self.metrics is not None:
+                app = self.metrics.app_label(triple.app)
+                self.metrics.child(self.metrics.budget_spent, app).set(total)
+        return cost
 
     def _input(self, triple: Triple) -> TripleInput | None:
         if not self.keep_input:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from veredito.producer.reader import InputLine
-from veredito.worker.judges import build_judge, new_session
+from veredito.worker.judges import build_judge, build_spending, new_session
 from veredito.worker.metrics import Metrics
 from veredito.worker.pipeline import Outcome, Pipeline
 from veredito.worker.settings import Settings
@@ -126,7 +126,15 @@ async def run_lines(
 
     async with new_session(settings) as session:
         judge = build_judge(settings, session, metrics)
-        pipeline = Pipeline(judge, settings.limits, metrics, keep_input=settings.verdict_input)
+        spending = build_spending(settings)
+        pipeline = Pipeline(
+            judge,
+            settings.limits,
+            metrics,
+            keep_input=settings.verdict_input,
+            spending=spending,
+            redact_stored=settings.redact_stored,
+        )
         limit = asyncio.Semaphore(settings.concurrency)
 
         async def evaluate(item: InputLine) -> Outcome:
@@ -163,6 +171,7 @@ async def run_lines(
             for task in pending:
                 task.cancel()
             await judge.aclose()
+            await spending.aclose()
     if out is not None and out is not sys.stdout:
         _sync(out)
     return summary

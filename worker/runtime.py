@@ -15,10 +15,11 @@ from typing import Any
 
 import aiohttp
 
-from veredito.worker.judges import Judge, build_judge, new_session
+from veredito.worker.judges import Judge, build_judge, build_spending, new_session
 from veredito.worker.metrics import Metrics
 from veredito.worker.pipeline import Outcome, Pipeline
 from veredito.worker.settings import Settings
+from veredito.worker.spend import Spending
 
 __all__ = ["Runtime"]
 
@@ -33,6 +34,7 @@ class Runtime:
         )
         self._session: aiohttp.ClientSession | None = None
         self._judge: Judge | None = None
+        self._spending: Spending | None = None
         self.pipeline: Pipeline | None = None
         self._inflight: set[Future[Outcome]] = set()
         self._inflight_lock = threading.Lock()
@@ -46,13 +48,16 @@ class Runtime:
     async def _setup(self) -> None:
         self._session = new_session(self.settings)
         self._judge = build_judge(
-            self.settings, self._session, self.metrics, hold_on_refused_key=True
+            self.settings, self._session, self.metrics, hold_on_refused_key=True, worker=True
         )
+        self._spending = build_spending(self.settings)
         self.pipeline = Pipeline(
             self._judge,
             self.settings.limits,
             self.metrics,
             keep_input=self.settings.verdict_input,
+            spending=self._spending,
+            redact_stored=self.settings.redact_stored,
         )
 
     def submit(
@@ -104,6 +109,8 @@ class Runtime:
         async def shutdown() -> None:
             if self._judge is not None:
                 await self._judge.aclose()
+            if self._spending is not None:
+                await self._spending.aclose()
             if self._session is not None:
                 await self._session.close()
 

@@ -51,6 +51,23 @@ class Settings(BaseSettings):
     llm_tpm: int | None = Field(
         default=None, ge=1, description="tokens per minute to the judge, across every worker"
     )
+    llm_price_prompt: float | None = Field(
+        default=None, ge=0, description="dollars per million prompt tokens (default: the table)"
+    )
+    llm_price_completion: float | None = Field(
+        default=None, ge=0, description="dollars per million completion tokens"
+    )
+    budget_daily: str | None = Field(
+        default=None,
+        description="app:dollars a day, comma-separated (* for any other app); past it, the "
+        "rules judge",
+    )
+    cache_ttl: int | None = Field(
+        default=None,
+        ge=0,
+        description="seconds the verdict cache keeps a result; 0 off (default: a day in the "
+        "worker when it has a Redis, off in run)",
+    )
     llm_rate_recovery: float = Field(
         default=60.0, gt=0, description="seconds for a limit lowered by 429s to come back"
     )
@@ -104,6 +121,15 @@ class Settings(BaseSettings):
         default=0.0, ge=0, description="produce/serve: seconds an accepted id blocks repeats"
     )
 
+    pseudonymise: bool = Field(
+        default=False,
+        description="replace CPFs, CNPJs, RGs, e-mails, telephones and CEPs by placeholders "
+        "before a prompt leaves the machine",
+    )
+    redact_stored: bool = Field(
+        default=False,
+        description="keep those placeholders in the verdicts written and stored, input included",
+    )
     verdict_input: bool = Field(
         default=True,
         description="verdicts carry the query, context and answer judged (the review page "
@@ -175,6 +201,20 @@ class Settings(BaseSettings):
 
             return TRANSPORT
         return None
+
+    @field_validator("budget_daily")
+    @classmethod
+    def _check_budgets(cls, value: str | None) -> str | None:
+        from veredito.worker.spend import parse_budgets
+
+        parse_budgets(value)  # a ValueError names the bad pair
+        return value
+
+    def cache_seconds(self, worker: bool) -> int:
+        """The verdict cache's TTL: on by default in the worker when it has a Redis."""
+        if self.cache_ttl is not None:
+            return self.cache_ttl if self.marks_url else 0
+        return 86400 if worker and self.marks_url else 0
 
     @property
     def marks_url(self) -> str | None:

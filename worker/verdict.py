@@ -87,6 +87,15 @@ class JudgeInfo(_Model):
     kind: Literal["llm", "rules"]
     model: str | None = None
     prompts: dict[str, str] = Field(default_factory=dict)
+    fallback_reason: str | None = None  # "budget": the app's daily budget was spent
+
+    @model_serializer(mode="wrap")
+    def _without_fallback(self, handler: Any) -> dict[str, Any]:
+        """``fallback_reason`` only when there is one (spec §6 keeps its shape)."""
+        data: dict[str, Any] = handler(self)
+        if data.get("fallback_reason") is None:
+            data.pop("fallback_reason", None)
+        return data
 
 
 class VerdictError(_Model):
@@ -125,6 +134,8 @@ class Verdict(_Model):
     evaluated_at: str = Field(default_factory=utc_now)
     source: dict[str, Any] | None = None  # where the triple came from (file and line), if known
     input: TripleInput | None = None  # the query, context and answer judged (beyond spec §6)
+    cached: bool = False  # the judge's result came from the verdict cache (no call now)
+    cost_usd: float | None = None  # what the judge's tokens cost; None when the price is unknown
 
     @property
     def app(self) -> str | None:

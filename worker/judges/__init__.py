@@ -13,8 +13,16 @@ from veredito.worker.llm_client import ChatClient
 from veredito.worker.metrics import Metrics
 from veredito.worker.ratelimit import build_limiter
 from veredito.worker.settings import Settings
+from veredito.worker.spend import Budget, Pricing, Spending, VerdictCache, parse_budgets
 
-__all__ = ["Judge", "JudgeNotConfigured", "Judgement", "build_judge", "new_session"]
+__all__ = [
+    "Judge",
+    "JudgeNotConfigured",
+    "Judgement",
+    "build_judge",
+    "build_spending",
+    "new_session",
+]
 
 
 class JudgeNotConfigured(RuntimeError):
@@ -37,12 +45,23 @@ def new_session(settings: Settings) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(connector=connector)
 
 
+def build_spending(settings: Settings) -> Spending:
+    """Prices, the daily budgets (shared through the Redis of the done markers, if any) and the
+    rules judge a spent budget falls back to."""
+    pricing = Pricing(settings.llm_price_prompt, settings.llm_price_completion)
+    budgets = parse_budgets(settings.budget_daily)
+    if not budgets:
+        return Spending(pricing)
+    return Spending(pricing, Budget(budgets, settings.marks_url), RulesJudge())
+
+
 def build_judge(
     settings: Settings,
     session: aiohttp.ClientSession,
     metrics: Metrics | None = None,
     *,
     hold_on_refused_key: bool = False,
+    worker: bool = False,
 ) -> Judge:
     """The judge the settings ask for. ``hold_on_refused_key``: a 401/403 opens the circuit and
     holds the triple (the worker: a revoked key must not burn the backlog) instead of failing it
@@ -73,7 +92,14 @@ def build_judge(
         hold_on_refused_key=hold_on_refused_key,
         limiter=build_limiter(settings, metrics),
     )
-    judge: Judge = LLMJudge(client, settings.prompts, metrics)
+    ttl, cache = settings.cache_seconds(worker), None
+    if ttl > 0 and settings.marks_url:
+        cache = VerdictCache(settings.marks_url, ttl, metrics)
+    judge: Judge = LLMJudge(client, settings.prompts, metrics, cache)
+    if settings.pseudonymise:  # inside the cross-check: that reads the real claims
+        from veredito.worker.privacy import PseudonymisingJudge  # it imports judges.base
+
+        judge = PseudonymisingJudge(judge)
     if settings.cross_check != "off":
         judge = CrossCheckedJudge(judge, settings.cross_check, metrics)
     return judge

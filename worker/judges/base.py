@@ -25,6 +25,8 @@ class Judgement:
     non_claims: int = 0  # pieces of the answer dropped as stating nothing (rules judge)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached: bool = False  # from the verdict cache: no call was made for it now
+    info: JudgeInfo | None = None  # who judged, when not the judge's own info (a fallback)
 
 
 class Judge(Protocol):

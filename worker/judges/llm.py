@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
 
 from veredito.producer.triple import Triple
 from veredito.prompts import load_template, render_context
@@ -18,7 +20,8 @@ from veredito.worker.judges.base import Judgement
 from veredito.worker.llm_client import ChatClient, Completion, Message
 from veredito.worker.metrics import Metrics
 from veredito.worker.parsing import ParsedClaims, parse_claims, parse_faithfulness
-from veredito.worker.verdict import Faithfulness, JudgeInfo
+from veredito.worker.spend import VerdictCache
+from veredito.worker.verdict import Claim, Faithfulness, JudgeInfo
 
 __all__ = ["REASK", "LLMJudge"]
 
@@ -32,10 +35,15 @@ REASK = (
 
 class LLMJudge:
     def __init__(
-        self, client: ChatClient, prompts: tuple[str, ...], metrics: Metrics | None = None
+        self,
+        client: ChatClient,
+        prompts: tuple[str, ...],
+        metrics: Metrics | None = None,
+        cache: VerdictCache | None = None,
     ) -> None:
         self._client = client
         self._metrics = metrics
+        self._cache = cache
         self._templates = {name: load_template(name) for name in prompts}
         self._info = JudgeInfo(
             kind="llm",
@@ -48,7 +56,10 @@ class LLMJudge:
         return self._info
 
     async def aclose(self) -> None:
-        return None
+        if self._cache is not None:
+            await self._cache.aclose()
+        if self._client.limiter is not None:
+            await self._client.limiter.aclose()
 
     async def judge(self, triple: Triple) -> Judgement:
         result = Judgement()
@@ -57,12 +68,23 @@ class LLMJudge:
         faith_t = self._templates.get("faithfulness")
         n = len(triple.context)
         block = render_context(triple.context)
+        rendered: list[str] = []
         if claims_t is not None:
             prompt = claims_t.fill(triple.query, block, triple.answer)
+            rendered.append(prompt)
             jobs.append(self._ask(prompt, lambda text: parse_claims(text, n), result))
         if faith_t is not None:
             prompt = faith_t.fill(triple.query, block, triple.answer)
+            rendered.append(prompt)
             jobs.append(self._ask(prompt, parse_faithfulness_only(self._metrics), result))
+        key = None
+        if self._cache is not None:
+            key = VerdictCache.key(self._info.model, self._info.prompts, rendered)
+            hit = _from_cache(await self._cache.get(key))
+            if hit is not None:
+                for job in jobs:  # never started: close them
+                    job.close()  # type: ignore[attr-defined]
+                return hit
         outcomes = await asyncio.gather(*jobs, return_exceptions=True)
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
@@ -76,6 +98,8 @@ class LLMJudge:
                 result.reasoning = outcome.reasoning
             elif isinstance(outcome, Faithfulness):
                 result.faithfulness = outcome
+        if self._cache is not None and key is not None:
+            await self._cache.put(key, _to_cache(result))
         return result
 
     async def _ask(self, prompt: str, parse: Callable[[str], T], result: Judgement) -> T:
@@ -117,3 +141,36 @@ def parse_faithfulness_only(metrics: Metrics | None) -> Callable[[str], Faithful
         return faithfulness
 
     return parse
+
+
+def _to_cache(result: Judgement) -> dict[str, Any]:
+    """What the LLM said, parsed (the cross-check runs again on a hit: it is deterministic)."""
+    return {
+        "claims": None if result.claims is None else [c.model_dump() for c in result.claims],
+        "reported_score": result.reported_score,
+        "reasoning": result.reasoning,
+        "faithfulness": None if result.faithfulness is None else result.faithfulness.model_dump(),
+        "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.completion_tokens,
+    }
+
+
+def _from_cache(value: dict[str, Any] | None) -> Judgement | None:
+    if value is None:
+        return None
+    try:
+        claims = value.get("claims")
+        faithfulness = value.get("faithfulness")
+        return Judgement(
+            claims=None if claims is None else [Claim.model_validate(c) for c in claims],
+            reported_score=value.get("reported_score"),
+            reasoning=value.get("reasoning"),
+            faithfulness=None
+            if faithfulness is None
+            else Faithfulness.model_validate(faithfulness),
+            prompt_tokens=int(value.get("prompt_tokens") or 0),
+            completion_tokens=int(value.get("completion_tokens") or 0),
+            cached=True,
+        )
+    except (ValidationError, TypeError, ValueError):
+        return None  # an entry of another version: judge afresh
