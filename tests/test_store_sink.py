@@ -63,6 +63,24 @@ def queue_is_empty() -> bool:
         return message is None
 
 
+def require_cluster() -> None:
+    """RabbitMQ, and a local PostgreSQL cluster this test may stop and start; queues emptied."""
+    require_service(5672, "RabbitMQ")
+    if not os.path.isdir("/etc/postgresql"):
+        if IN_CI:
+            pytest.fail("PostgreSQL's cluster tools are needed to stop and start it")
+        pytest.skip("no local PostgreSQL cluster to stop and start")
+    reset_broker(RABBITMQ)
+
+
+def cluster(action: str) -> None:
+    for version in sorted(os.listdir("/etc/postgresql")):
+        subprocess.run(
+            ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", action],
+            check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
+
+
 @pytest.mark.broker
 def test_results_into_sqlite_skips_what_is_stored(tmp_path: Path) -> None:
     require_service(5672, "RabbitMQ")
@@ -80,12 +98,7 @@ def test_results_into_sqlite_skips_what_is_stored(tmp_path: Path) -> None:
 
 @pytest.mark.broker
 def test_the_sink_rides_out_a_postgresql_restart(pg_url: str) -> None:
-    require_service(5672, "RabbitMQ")
-    if not os.path.isdir("/etc/postgresql"):
-        if IN_CI:
-            pytest.fail("PostgreSQL's cluster tools are needed to restart it")
-        pytest.skip("no local PostgreSQL cluster to restart")
-    reset_broker(RABBITMQ)
+    require_cluster()
     publish(0, 1000)
     process = sink(pg_url, 3000)
     try:
@@ -107,4 +120,24 @@ def test_the_sink_rides_out_a_postgresql_restart(pg_url: str) -> None:
     finally:
         store.close()
     assert claims == sum(len(make_verdict(i).claims) for i in range(3000))
+    assert queue_is_empty()
+
+
+@pytest.mark.broker
+def test_a_sink_started_while_postgresql_is_down_waits_for_it(pg_url: str) -> None:
+    """At 3 a.m. the database may be down when the sink (re)starts: it waits, then stores."""
+    require_cluster()
+    publish(0, 300)
+    cluster("stop")
+    process = sink(pg_url, 300)
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()  # the sink says it waits, and does not exit
+        assert "does not answer yet" in line, line
+        assert process.poll() is None
+    finally:
+        cluster("start")
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+    assert stored(pg_url) == 300
     assert queue_is_empty()

@@ -216,15 +216,29 @@ def _open_input(path: str) -> IO[str] | None:
         return None
 
 
-def _open_store(url: str) -> Store | None:
-    """The store ``url`` names, or None after saying on stderr why it cannot be opened."""
+def _open_store(url: str, patience: float | None = 60.0) -> Store | None:
+    """The store ``url`` names, or None after saying on stderr why it cannot be opened. A
+    database that does not answer (restarting, not up yet) is tried again with backoff for
+    ``patience`` seconds (None: until it answers, or a signal stops the process)."""
+    import time
+
     from veredito.worker.store import StoreError, open_store
 
-    try:
-        return open_store(url)
-    except (StoreError, StoreUnavailable) as exc:
-        print(f"veredito: {exc}", file=sys.stderr)
-        return None
+    deadline = None if patience is None else time.monotonic() + patience
+    delay = 0.5
+    while True:
+        try:
+            return open_store(url)
+        except StoreError as exc:
+            print(f"veredito: {exc}", file=sys.stderr)
+            return None
+        except StoreUnavailable as exc:
+            if deadline is not None and time.monotonic() + delay > deadline:
+                print(f"veredito: the store does not answer: {exc}", file=sys.stderr)
+                return None
+            log.warning("the store does not answer yet (%s); trying again in %.1f s", exc, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 10.0)
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
@@ -435,7 +449,8 @@ def _results(args: argparse.Namespace, settings: Settings) -> int:
     if not 1 <= args.batch <= 10_000:
         print("veredito: --batch: from 1 to 10000 verdicts per commit", file=sys.stderr)
         return 2
-    store = _open_store(args.to or f"file:{args.out or '-'}")
+    # a sink outlives a database restart: it waits for the database, however long
+    store = _open_store(args.to or f"file:{args.out or '-'}", patience=None)
     if store is None:
         return 2
     bar = tqdm(total=args.limit, unit="verdict", file=sys.stderr, disable=None)
@@ -486,7 +501,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         from veredito.worker.review import Review
         from veredito.worker.store import SQLStore
 
-        store = _open_store(store_url)
+        store = _open_store(store_url, patience=None)
         if store is None:
             return 2
         if not isinstance(store, SQLStore):
