@@ -32,7 +32,7 @@ def digits(value: str) -> str:
 def test_every_kind_is_found_once() -> None:
     text = (
         f"CPF {CPF_A}, CNPJ {CNPJ}, e-mail {EMAIL}, telefone {PHONE}, CEP {CEP}, RG {RG}, "
-        f"CPF sem pontos 52998224725, e um valor de R$ 1.234,56 em 12/03/2025."
+        f"CPF sem pontos 52998224725, e um valor de R$ 1.234,56 em 12/03/2025, de 2020-2024."
     )
     kinds = [(f.kind, f.value) for f in find_personal(text)]
     assert kinds == [

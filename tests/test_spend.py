@@ -175,3 +175,45 @@ def test_budgets_count_in_the_process_without_redis(
     verdicts = run(source, tmp_path / "v.jsonl", concurrency=1)
     kinds = [v["judge"]["kind"] for v in verdicts]  # type: ignore[index]
     assert kinds == ["llm"] * 3 + ["rules"] * 2
+
+
+@pytest.mark.broker
+def test_the_worker_caches_by_default_when_it_has_redis(
+    tmp_path: Path, redis_db: redis.Redis
+) -> None:
+    """The same triples produced again (new messages, so no done marker applies) are judged from
+    the cache: no call, cached: true, the rest of the verdict as before."""
+    import os
+
+    from tests.test_broker_e2e import BROKERS, reset_broker, running_worker, veredito
+
+    url, port = BROKERS["rabbitmq"]
+    require_service(port, "RabbitMQ")
+    reset_broker(url)
+    source = tmp_path / "in.jsonl"
+    write_triples(source, 6)
+    with ServerThread() as judge:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("VEREDITO_")}
+        env.update(VEREDITO_BROKER_URL=url, VEREDITO_LLM_BASE_URL=judge.base_url,
+                   VEREDITO_LLM_API_KEY="sk-test", VEREDITO_REDIS_URL=REDIS)  # fmt: skip
+        rounds = []
+        with running_worker(env, 8) as worker:
+            for name in ("first", "second"):
+                assert veredito("produce", str(source), env=env).returncode == 0
+                out = tmp_path / f"{name}.jsonl"
+                done = veredito("results", "--out", str(out), "--limit", "6",
+                                "--idle-timeout", "60", env=env)  # fmt: skip
+                assert done.returncode == 0, done.stderr
+                rounds.append([json.loads(line) for line in out.read_text().splitlines()])
+                if name == "first":
+                    served = judge.script.served
+        assert worker.returncode == 0, worker.stderr[-2000:]
+        assert served == 12 and judge.script.served == 12  # the second round: no call
+    first = {v["id"]: v for v in rounds[0]}
+    for v in rounds[1]:
+        assert v["cached"] is True and first[v["id"]]["cached"] is False
+        drop = ("timings", "cached", "evaluated_at")
+        assert {k: x for k, x in v.items() if k not in drop} == {
+            k: x for k, x in first[v["id"]].items() if k not in drop
+        }
+    reset_broker(url)

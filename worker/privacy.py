@@ -38,6 +38,7 @@ _PHONE = re.compile(
 _CEP = re.compile(r"(?<![\w.-])(?:CEP[:\s]*)?(\d{5}-\d{3}|\d{2}\.\d{3}-\d{3})(?![\w-])", re.I)
 _CEP_CUED = re.compile(r"\bCEP[:\s]*(\d{8})(?!\d)", re.I)
 _BARE_DIGITS = re.compile(r"(?<![\w./-])(\d{11}|\d{14})(?![\w/-])")
+_YEARS = re.compile(r"(?:19|20)\d\d(?:19|20)\d\d")
 _PLACEHOLDER = re.compile(r"\[(CPF|CNPJ|RG|EMAIL|TELEFONE|CEP)_(\d+)\]")
 _cpf = CPF()
 
@@ -80,8 +81,8 @@ def find_personal(text: str) -> list[Found]:
         found.append(Found(kind, digits, f"{kind}|{digits}", m.start(1), m.end(1)))
     for m in _PHONE.finditer(text):
         digits = re.sub(r"\D", "", m.group())
-        if len(digits) < 8:
-            continue
+        if len(digits) < 8 or _YEARS.fullmatch(digits):
+            continue  # "2020-2024" is a span of years, not a telephone
         national = digits[2:] if digits.startswith("55") and len(digits) > 11 else digits
         found.append(Found("TELEFONE", m.group(), f"TELEFONE|{national}", m.start(), m.end()))
     found.sort(key=lambda f: (f.start, -(f.end - f.start)))

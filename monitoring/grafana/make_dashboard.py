@@ -187,6 +187,41 @@ PANELS: list[tuple[str, str, str, list[tuple[str, str]], int]] = [
         12,
     ),
     (
+        "Judge cost by app (US$ per hour, approximate prices)",
+        "timeseries",
+        "currencyUSD",
+        [(f"sum by (app) (rate(veredito_judge_cost_total{{{APP}}}[{RI}])) * 3600", "{{app}}")],
+        8,
+    ),
+    (
+        "Verdict cache hit rate",
+        "timeseries",
+        "percentunit",
+        [
+            (
+                f'sum(rate(veredito_judge_cache_total{{result="hit"}}[{RI}])) '
+                f"/ sum(rate(veredito_judge_cache_total[{RI}]))",
+                "hits",
+            )
+        ],
+        8,
+    ),
+    (
+        "Judge rate limit in force, waits and 429s",
+        "timeseries",
+        "short",
+        [
+            ("max by (model, kind) (veredito_judge_rate_limit)", "{{model}} {{kind}}"),
+            (f"sum(rate(veredito_judge_rate_wait_seconds_total[{RI}]))", "seconds waited / s"),
+            (f"sum(rate(veredito_judge_rate_limited_total[{RI}]))", "429s / s"),
+            (
+                f"sum by (app) (rate(veredito_budget_fallbacks_total[{RI}]))",
+                "budget spent: {{app}}",
+            ),
+        ],
+        8,
+    ),
+    (
         "Queue depth",
         "timeseries",
         "short",
