@@ -34,7 +34,9 @@ def test_chaos_rabbitmq(tmp_path: Path) -> None:
         )
     )
     assert report.passed, report.problems
-    assert report.worker_kills == 2 and report.sink_kills == 1 and report.broker_restarts == 1
+    # the run ends when every id is in: with the faster sink it may end before the second kill
+    assert 1 <= report.worker_kills <= 2
+    assert report.sink_kills == 1 and report.broker_restarts == 1
     assert report.outage_seconds == 10.0 and report.judge_faults.get("down", 0) > 0
     assert report.distinct_ids == 1000 and report.failed == report.expected_failed > 0
 
@@ -57,7 +59,7 @@ def test_chaos_redis(tmp_path: Path) -> None:
         )
     )
     assert report.passed, report.problems
-    assert report.worker_kills == 2 and report.sink_kills == 1
+    assert 1 <= report.worker_kills <= 2 and report.sink_kills == 1
     assert report.distinct_ids == 1000 and report.failed == report.expected_failed > 0
 
 

@@ -4,7 +4,8 @@
 request reserves a slot before it is sent: one request and an estimate of its tokens (the prompt's
 characters / 3, plus the completion it may write); after the reply the estimate is corrected by
 the usage the provider reports. Reservations are spaced by a generic cell rate algorithm (GCRA):
-a second of burst, then one request every ``60 / rpm`` seconds and one token every ``60 / tpm``.
+half a second of burst, then one request every ``60 / rpm`` seconds and one token every
+``60 / tpm``.
 
 With a Redis (``VEREDITO_REDIS_URL``, or the broker's), the state lives in one Redis hash per model
 and is changed by a Lua script, atomically, so ten workers on five hosts share one budget; without
@@ -32,7 +33,7 @@ __all__ = ["LocalLimiter", "RateLimiter", "RedisLimiter", "build_limiter", "esti
 
 log = logging.getLogger(__name__)
 
-BURST_MS = 1000.0  # a second's worth of requests may go at once
+BURST_MS = 500.0  # half a second's worth may go at once: headroom under a provider's own burst
 DECREASE = 0.5
 FLOOR = 0.1
 DEBOUNCE_MS = 1000.0  # 429s within a second of a decrease are the same overload
