@@ -175,6 +175,7 @@ def reset(url: str) -> None:
     topology.delete_queues(url)
     client = redis.Redis.from_url(MARKS_URL)
     keys = list(client.scan_iter("veredito:done:*", count=1000))
+    keys += list(client.scan_iter("veredito:cache:*", count=1000))  # judged afresh each run
     if url.startswith("redis"):  # kombu's bookkeeping of unacked messages from earlier runs
         keys += [b"unacked", b"unacked_index", b"unacked_mutex"]
     if keys:

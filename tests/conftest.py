@@ -64,6 +64,9 @@ def _clean_llm_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("VEREDITO_") or name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
             monkeypatch.delenv(name, raising=False)
+    # The worker caches judge results in Redis by default; tests judge the same triples again
+    # and again (and count the judge's calls), so the cache is off unless a test turns it on.
+    monkeypatch.setenv("VEREDITO_CACHE_TTL", "0")
 
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"

@@ -199,7 +199,7 @@ PANELS: list[tuple[str, str, str, list[tuple[str, str]], int]] = [
         "percentunit",
         [
             (
-                f'sum(rate(veredito_judge_cache_total{{result="hit"}}[{RI}])) '
+                f'(sum(rate(veredito_judge_cache_total{{result="hit"}}[{RI}])) or vector(0)) '
                 f"/ sum(rate(veredito_judge_cache_total[{RI}]))",
                 "hits",
             )
@@ -212,10 +212,13 @@ PANELS: list[tuple[str, str, str, list[tuple[str, str]], int]] = [
         "short",
         [
             ("max by (model, kind) (veredito_judge_rate_limit)", "{{model}} {{kind}}"),
-            (f"sum(rate(veredito_judge_rate_wait_seconds_total[{RI}]))", "seconds waited / s"),
-            (f"sum(rate(veredito_judge_rate_limited_total[{RI}]))", "429s / s"),
             (
-                f"sum by (app) (rate(veredito_budget_fallbacks_total[{RI}]))",
+                f"sum(rate(veredito_judge_rate_wait_seconds_total[{RI}])) or vector(0)",
+                "seconds waited / s",
+            ),
+            (f"sum(rate(veredito_judge_rate_limited_total[{RI}])) or vector(0)", "429s / s"),
+            (
+                f"sum by (app) (rate(veredito_budget_fallbacks_total[{RI}])) or vector(0)",
                 "budget spent: {{app}}",
             ),
         ],
