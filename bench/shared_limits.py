@@ -3,8 +3,9 @@
     .venv/bin/python bench/shared_limits.py [--workers 4] [--rpm 600] [--n 600]
 
 1. starts the local test judge answering 429 (``Retry-After: 1``) above ``--rpm`` requests a
-   minute, and ``--workers`` worker processes (64 evaluations in flight each, the claims prompt
-   only) with ``VEREDITO_LLM_RPM=--rpm`` shared through Redis;
+   minute (or ``--judge-rpm``: a provider stricter than configured), and ``--workers`` worker
+   processes (64 evaluations in flight each, the claims prompt only) with
+   ``VEREDITO_LLM_RPM=--rpm`` shared through Redis;
 2. produces ``--n`` distinct triples and collects their verdicts: the judge's accepted rate over
    the run and over its busiest 10 s, the 429s it answered, and the verdicts that failed;
 3. produces the same triples again (new messages, so no done marker applies) and collects them:
@@ -73,11 +74,17 @@ def main() -> None:
     parser.add_argument("--rpm", type=int, default=600)
     parser.add_argument("--n", type=int, default=600)
     parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument(
+        "--judge-rpm", type=int, help="the judge's own limit, if not --rpm (below it: AIMD at work)"
+    )
     args = parser.parse_args()
     reset_broker(BROKER)
     redis.Redis.from_url(REDIS).flushdb()
-    script = Script(rpm_limit=args.rpm, record=False, latency=args.latency)
-    report: dict[str, object] = {"workers": args.workers, "rpm": args.rpm, "n": args.n}
+    judge_rpm = args.judge_rpm or args.rpm
+    script = Script(rpm_limit=judge_rpm, record=False, latency=args.latency)
+    report: dict[str, object] = {
+        "workers": args.workers, "rpm": args.rpm, "judge_rpm": judge_rpm, "n": args.n
+    }  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp, ServerThread(script) as judge:
         source = Path(tmp) / "in.jsonl"
         source.write_text("\n".join(triples(args.n)) + "\n", encoding="utf-8")
