@@ -8,7 +8,7 @@ COPY producer ./producer
 COPY worker ./worker
 COPY prompts ./prompts
 COPY veredito ./veredito
-RUN pip install '.[postgres,serve,otel]' && useradd --create-home --uid 10001 veredito
+RUN pip install '.[redis,postgres,serve,otel]' && useradd --create-home --uid 10001 veredito
 USER veredito
 EXPOSE 9808 8080
 ENTRYPOINT ["veredito"]

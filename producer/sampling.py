@@ -20,7 +20,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable
 
-import redis
+from veredito.producer.optional import need_redis
 
 __all__ = ["Dedup", "sampled_in"]
 
@@ -41,7 +41,12 @@ def sampled_in(triple_id: str, rate: float) -> bool:
 class Dedup:
     def __init__(self, window: float, redis_url: str | None = None, max_local: int = 1_000_000):
         self.window = window
-        self._redis = redis.Redis.from_url(redis_url, socket_timeout=2) if redis_url else None
+        self._redis = None
+        self._errors: tuple[type[BaseException], ...] = (OSError,)
+        if redis_url:
+            redis = need_redis()
+            self._redis = redis.Redis.from_url(redis_url, socket_timeout=2)
+            self._errors = (redis.RedisError, OSError)
         self._local: OrderedDict[str, float] = OrderedDict()
         self._max_local = max_local
 
@@ -53,7 +58,7 @@ class Dedup:
                 for triple_id in ids:
                     pipe.exists(PREFIX + triple_id)
                 return [bool(found) for found in pipe.execute()]
-            except redis.RedisError as exc:  # never block intake: treat as unseen
+            except self._errors as exc:  # never block intake: treat as unseen
                 log.warning("dedup store unreadable (%s): nothing dropped", type(exc).__name__)
                 return [False] * len(ids)
         now = time.monotonic()
@@ -71,7 +76,7 @@ class Dedup:
                 for triple_id in ids:
                     pipe.set(PREFIX + triple_id, 1, ex=max(1, int(self.window)))
                 pipe.execute()
-            except redis.RedisError as exc:
+            except self._errors as exc:
                 log.warning("dedup store not written (%s)", type(exc).__name__)
             return
         until = time.monotonic() + self.window

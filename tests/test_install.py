@@ -17,12 +17,15 @@ from tests.conftest import ROOT, require_service
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(ROOT)],
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "-w", str(out), str(ROOT)],
         check=True,
         capture_output=True,
+        text=True,
         timeout=300,
     )
+    # no deprecated licence table, no data folder left out: the build says nothing to fix
+    assert "BuildBackendWarning" not in build.stdout + build.stderr, build.stdout[-3000:]
     (built,) = out.glob("veredito-*.whl")
     return built
 
@@ -62,6 +65,15 @@ def test_console_script_points_into_the_package(wheel: Path) -> None:
         (entry_points,) = [n for n in archive.namelist() if n.endswith("entry_points.txt")]
         text = archive.read(entry_points).decode()
     assert "veredito = veredito.worker.cli:main" in text
+    assert "[pytest11]" in text and "veredito = veredito.pytest_plugin" in text
+
+
+def test_the_licence_is_declared(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        text = archive.read(metadata).decode()
+    assert "License-Expression: LicenseRef-Proprietary" in text
+    assert "License-File: LICENSE" in text
 
 
 def test_celery_finds_the_app_by_package_name(tmp_path: Path) -> None:
@@ -90,19 +102,29 @@ def test_python_dash_m_veredito(tmp_path: Path) -> None:
     assert "run" in help_text and "worker" in help_text
 
 
-@pytest.fixture(scope="session")
-def clean_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel installed the way users install it: a new venv, no extras, not editable."""
-    venv = tmp_path_factory.mktemp("venv")
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+def _venv(wheel: Path, folder: Path, extras: str = "") -> Path:
+    """The wheel installed the way users install it: a new venv, not editable."""
+    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, timeout=120)
     pip = subprocess.run(
-        [str(venv / "bin" / "pip"), "install", "--quiet", str(wheel)],
+        [str(folder / "bin" / "pip"), "install", "--quiet", f"{wheel}{extras}"],
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert pip.returncode == 0, pip.stderr[-3000:]
-    return venv
+    return folder
+
+
+@pytest.fixture(scope="session")
+def bare_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``pip install veredito``: no extras at all."""
+    return _venv(wheel, tmp_path_factory.mktemp("bare-venv"))
+
+
+@pytest.fixture(scope="session")
+def clean_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``pip install 'veredito[redis]'``: what a broker deployment on Redis needs."""
+    return _venv(wheel, tmp_path_factory.mktemp("venv"), "[redis]")
 
 
 @pytest.mark.broker
@@ -172,7 +194,7 @@ def test_a_plain_install_runs_produce_worker_and_results(
 
 
 @pytest.mark.broker
-def test_a_plain_install_serves_http(clean_venv: Path, tmp_path: Path) -> None:
+def test_a_plain_install_serves_http(bare_venv: Path, tmp_path: Path) -> None:
     """serve (and its OTLP/JSON route) runs on the base install; only OTLP protobuf needs [otel]."""
     import json
     import socket
@@ -188,7 +210,7 @@ def test_a_plain_install_serves_http(clean_venv: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VEREDITO_", "OPENAI_"))}
     env.update(VEREDITO_BROKER_URL=url, VEREDITO_INGEST_TOKENS="t", PYTHONPATH="")
     serve = subprocess.Popen(
-        [str(clean_venv / "bin" / "veredito"), "serve", "--port", str(http_port)],
+        [str(bare_venv / "bin" / "veredito"), "serve", "--port", str(http_port)],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
@@ -209,3 +231,59 @@ def test_a_plain_install_serves_http(clean_venv: Path, tmp_path: Path) -> None:
         serve.send_signal(signal.SIGTERM)
         _, stderr = serve.communicate(timeout=60)
     assert serve.returncode == 0, stderr[-3000:]
+
+
+def test_a_plain_install_runs_the_library_run_and_the_review_api(
+    bare_venv: Path, tmp_path: Path
+) -> None:
+    """The base install (no extras): the library, `veredito run --to sqlite`, and `serve --store`
+    answering the verdicts API (the page says it needs the [serve] extra)."""
+    import json
+    import socket
+    import urllib.error
+    import urllib.request
+
+    python = str(bare_venv / "bin" / "python")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VEREDITO_", "OPENAI_"))}
+    env["PYTHONPATH"] = ""
+    script = (
+        "import veredito\n"
+        "r = veredito.evaluate([('Qual o prazo?', ['O prazo é de 7 dias.'], 'São 30 dias.')],"
+        " judge='rules')\n"
+        "assert r[0].categories == {'PRAZO_VALOR': 1}, r[0]\n"
+        "from veredito.testing import assert_grounded\n"
+        "assert_grounded('Qual o prazo?', ['O prazo é de 7 dias.'], 'São 7 dias.')\n"
+        "print('library ok')\n"
+    )
+    done = subprocess.run([python, "-c", script], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0 and "library ok" in done.stdout, done.stderr[-2000:]
+
+    db = tmp_path / "v.db"
+    veredito = str(bare_venv / "bin" / "veredito")
+    no_redis = subprocess.run([python, "-c", "import redis"], capture_output=True, timeout=60)
+    assert no_redis.returncode != 0  # the base install does not bring it
+    run = subprocess.run(
+        [veredito, "run", str(ROOT / "examples" / "triples.jsonl"), "--to", f"sqlite:///{db}",
+         "--no-progress"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    serve = subprocess.Popen(
+        [veredito, "serve", "--port", str(port), "--store", f"sqlite:///{db}"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert serve.stdout is not None and "listening" in serve.stdout.readline()
+        base = f"http://127.0.0.1:{port}"
+        with urllib.request.urlopen(base + "/v1/stats", timeout=10) as r:
+            assert json.loads(r.read())["answers"] == 26
+        with pytest.raises(urllib.error.HTTPError) as page:
+            urllib.request.urlopen(base + "/", timeout=10)
+        assert page.value.code == 501 and b"veredito[serve]" in page.value.read()
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        serve.communicate(timeout=30)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 
-import redis
+from veredito.producer.optional import need_redis
 
 __all__ = ["DoneMarks"]
 
@@ -27,6 +27,8 @@ PREFIX = "veredito:done:"
 class DoneMarks:
     def __init__(self, url: str, ttl: int) -> None:
         self.ttl = ttl
+        redis = need_redis()
+        self._errors = (redis.RedisError, OSError)
         self._redis = redis.Redis.from_url(
             url, socket_timeout=2, socket_connect_timeout=2, health_check_interval=30
         )
@@ -34,14 +36,14 @@ class DoneMarks:
     def is_done(self, key: str) -> bool:
         try:
             return bool(self._redis.exists(PREFIX + key))
-        except redis.RedisError as exc:
+        except self._errors as exc:
             log.warning("done markers unreadable (%s): judging anyway", type(exc).__name__)
             return False
 
     def mark(self, key: str, status: str) -> None:
         try:
             self._redis.set(PREFIX + key, status, ex=self.ttl)
-        except redis.RedisError as exc:
+        except self._errors as exc:
             log.warning("done marker not written (%s)", type(exc).__name__)
 
     def close(self) -> None:

@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from veredito.producer.optional import need_redis
+
 if TYPE_CHECKING:
     from veredito.worker.metrics import Metrics
     from veredito.worker.settings import Settings
@@ -167,8 +169,10 @@ class RedisLimiter:
     """The shared state: one hash per model in Redis, changed by Lua scripts."""
 
     def __init__(self, url: str, model: str, rpm: int, tpm: int, recovery: float = 60.0) -> None:
+        need_redis()  # a clear message without the [redis] extra
         import redis.asyncio
 
+        self.errors = (redis.RedisError, OSError)
         self.rpm, self.tpm, self.recovery_ms = rpm, tpm, recovery * 1000
         self.key = f"veredito:ratelimit:{model}"
         self._redis: Any = redis.asyncio.Redis.from_url(
@@ -239,14 +243,12 @@ class RateLimiter:
 
     async def acquire(self, cost: int) -> float:
         """Reserve one request of ``cost`` tokens and wait for its turn; returns seconds waited."""
-        import redis
-
         now = self._now()
         if self.shared is not None:
             try:
                 wait_ms, factor = await self.shared.reserve(now, cost)
                 self._warned = False
-            except (redis.RedisError, OSError) as exc:
+            except self.shared.errors as exc:
                 self._fallback(exc)
                 wait_ms, factor = self.local.reserve(now, cost)
         else:
@@ -261,22 +263,18 @@ class RateLimiter:
 
     async def settle(self, estimated: int, used: int) -> None:
         """The reply's usage is known: give back (or take) the difference from the estimate."""
-        import redis
-
         if not self.tpm or used <= 0 or used == estimated:
             return
         if self.shared is not None:
             try:
                 await self.shared.correct(used - estimated)
                 return
-            except (redis.RedisError, OSError) as exc:
+            except self.shared.errors as exc:
                 self._fallback(exc)
         self.local.correct(used - estimated)
 
     async def limited(self, retry_after: float | None) -> None:
         """A 429: the shared rate comes down; a ``Retry-After`` pauses every process."""
-        import redis
-
         if self._metrics is not None:
             self._metrics.rate_limited.labels(self.model).inc()
         now = self._now()
@@ -285,7 +283,7 @@ class RateLimiter:
             try:
                 self._report(await self.shared.decrease(now, retry_ms))
                 return
-            except (redis.RedisError, OSError) as exc:
+            except self.shared.errors as exc:
                 self._fallback(exc)
         self._report(self.local.decrease(now, retry_ms))
 

@@ -13,7 +13,7 @@ import stat
 import sys
 import time
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -25,7 +25,14 @@ from veredito.worker.settings import Settings
 from veredito.worker.store import Store, StoreUnavailable
 from veredito.worker.verdict import CATEGORIES, VERDICTS, Verdict
 
-__all__ = ["Summary", "envelope_from_line", "run_lines", "write_patiently"]
+__all__ = [
+    "Summary",
+    "build_pipeline",
+    "close_pipeline",
+    "envelope_from_line",
+    "run_lines",
+    "write_patiently",
+]
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +110,24 @@ async def _aiter(lines: Iterable[InputLine], blocking: bool) -> AsyncIterator[In
         yield item
 
 
+def build_pipeline(settings: Settings, session: Any, metrics: Metrics | None = None) -> Pipeline:
+    """The pipeline ``run`` and the library use: the judge the settings ask for, prices and
+    budgets, what verdicts carry."""
+    return Pipeline(
+        build_judge(settings, session, metrics),
+        settings.limits,
+        metrics,
+        keep_input=settings.verdict_input,
+        spending=build_spending(settings),
+        redact_stored=settings.redact_stored,
+    )
+
+
+async def close_pipeline(pipeline: Pipeline) -> None:
+    await pipeline.judge.aclose()
+    await pipeline.spending.aclose()
+
+
 async def run_lines(
     lines: Iterable[InputLine],
     settings: Settings,
@@ -113,9 +138,23 @@ async def run_lines(
     progress: Any = None,
     blocking: bool = False,
     store: Store | None = None,
+    pipeline: Pipeline | None = None,
+    on_verdict: Callable[[Verdict], None] | None = None,
 ) -> Summary:
     """Evaluate ``lines``; ``blocking`` says reading them may wait (a pipe), so read in a thread.
-    Verdicts go to ``out`` as JSONL and/or to ``store`` (committed every 500 and at the end)."""
+    Verdicts go to ``out`` as JSONL, to ``store`` (committed every 500 and at the end) and to
+    ``on_verdict``, in input order. A ``pipeline`` given is used (and left open); otherwise one is
+    built for the call, with its own HTTP session."""
+    if pipeline is None:
+        async with new_session(settings) as session:
+            own = build_pipeline(settings, session, metrics)
+            try:
+                return await run_lines(
+                    lines, settings, input_name, out, metrics=metrics, progress=progress,
+                    blocking=blocking, store=store, pipeline=own, on_verdict=on_verdict,
+                )  # fmt: skip
+            finally:
+                await close_pipeline(own)
     summary = Summary()
     batch: list[bytes] = []
 
@@ -124,27 +163,18 @@ async def run_lines(
             write_patiently(store, batch)
             batch.clear()
 
-    async with new_session(settings) as session:
-        judge = build_judge(settings, session, metrics)
-        spending = build_spending(settings)
-        pipeline = Pipeline(
-            judge,
-            settings.limits,
-            metrics,
-            keep_input=settings.verdict_input,
-            spending=spending,
-            redact_stored=settings.redact_stored,
-        )
-        limit = asyncio.Semaphore(settings.concurrency)
+    limit = asyncio.Semaphore(settings.concurrency)
+    ready = pipeline
 
-        async def evaluate(item: InputLine) -> Outcome:
-            async with limit:
-                return await pipeline.evaluate(envelope_from_line(item, input_name))
+    async def evaluate(item: InputLine) -> Outcome:
+        async with limit:
+            return await ready.evaluate(envelope_from_line(item, input_name))
 
-        pending: deque[asyncio.Task[Outcome]] = deque()
-        window = settings.concurrency * 4
+    pending: deque[asyncio.Task[Outcome]] = deque()
+    window = settings.concurrency * 4
 
-        def write(outcome: Outcome) -> None:
+    def write(outcome: Outcome) -> None:
+        if out is not None or store is not None:
             line = outcome.verdict.model_dump_json(exclude_none=False)
             if out is not None:
                 out.write(line + "\n")
@@ -153,25 +183,25 @@ async def run_lines(
                 batch.append(line.encode())
                 if len(batch) >= 500:
                     commit()
-            summary.add(outcome.verdict)
-            if metrics is not None:
-                metrics.record_verdict(outcome.verdict)
-            if progress is not None:
-                progress.update(1)
+        summary.add(outcome.verdict)
+        if on_verdict is not None:
+            on_verdict(outcome.verdict)
+        if metrics is not None:
+            metrics.record_verdict(outcome.verdict)
+        if progress is not None:
+            progress.update(1)
 
-        try:
-            async for item in _aiter(lines, blocking):
-                pending.append(asyncio.create_task(evaluate(item)))
-                while len(pending) >= window or (pending and pending[0].done()):
-                    write(await pending.popleft())
-            while pending:
+    try:
+        async for item in _aiter(lines, blocking):
+            pending.append(asyncio.create_task(evaluate(item)))
+            while len(pending) >= window or (pending and pending[0].done()):
                 write(await pending.popleft())
-            commit()
-        finally:
-            for task in pending:
-                task.cancel()
-            await judge.aclose()
-            await spending.aclose()
+        while pending:
+            write(await pending.popleft())
+        commit()
+    finally:
+        for task in pending:
+            task.cancel()
     if out is not None and out is not sys.stdout:
         _sync(out)
     return summary

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from veredito.producer.optional import need_redis
+
 if TYPE_CHECKING:
     from veredito.worker.judges.base import Judge
 
@@ -106,9 +108,12 @@ class Budget:
         self._local: dict[tuple[str, str], float] = {}
         self._redis: Any = None
         self._warned = False
+        self._errors: tuple[type[BaseException], ...] = (OSError,)
         if redis_url:
+            need_redis()  # a clear message without the [redis] extra
             import redis.asyncio
 
+            self._errors = (redis.RedisError, OSError)
             self._redis = redis.asyncio.Redis.from_url(
                 redis_url, socket_timeout=2, socket_connect_timeout=2
             )
@@ -126,15 +131,13 @@ class Budget:
             self._warned = True
 
     async def spent(self, app: str | None) -> float:
-        import redis
-
         name, day = app or "", _day()
         if self._redis is not None:
             try:
                 value = await self._redis.get(self._key(name, day))
                 self._warned = False
                 return float(value or 0.0)
-            except (redis.RedisError, OSError) as exc:
+            except self._errors as exc:
                 self._away(exc)
         return self._local.get((name, day), 0.0)
 
@@ -144,8 +147,6 @@ class Budget:
 
     async def spend(self, app: str | None, dollars: float) -> float:
         """Add ``dollars`` to today's spend of ``app``; the new total."""
-        import redis
-
         name, day = app or "", _day()
         if dollars <= 0:
             return await self.spent(app)
@@ -157,7 +158,7 @@ class Budget:
                     pipe.expire(key, 3 * 86400)
                     total, _ = await pipe.execute()
                 return float(total)
-            except (redis.RedisError, OSError) as exc:
+            except self._errors as exc:
                 self._away(exc)
         self._local[(name, day)] = self._local.get((name, day), 0.0) + dollars
         return self._local[(name, day)]
@@ -171,8 +172,10 @@ class VerdictCache:
     """The judge's parsed results in Redis, for ``ttl`` seconds."""
 
     def __init__(self, redis_url: str, ttl: int, metrics: Any = None) -> None:
+        need_redis()  # a clear message without the [redis] extra
         import redis.asyncio
 
+        self._errors = (redis.RedisError, OSError)
         self.ttl = ttl
         self._metrics = metrics
         self._redis: Any = redis.asyncio.Redis.from_url(
@@ -191,11 +194,9 @@ class VerdictCache:
             self._metrics.cache.labels(result).inc()
 
     async def get(self, key: str) -> dict[str, Any] | None:
-        import redis
-
         try:
             raw = await self._redis.get(key)
-        except (redis.RedisError, OSError) as exc:
+        except self._errors as exc:
             if not self._warned:
                 log.warning("verdict cache unreachable (%s): judging", type(exc).__name__)
                 self._warned = True
@@ -214,11 +215,9 @@ class VerdictCache:
         return value if isinstance(value, dict) else None
 
     async def put(self, key: str, value: dict[str, Any]) -> None:
-        import redis
-
         try:
             await self._redis.set(key, json.dumps(value, ensure_ascii=False), ex=self.ttl)
-        except (redis.RedisError, OSError) as exc:
+        except self._errors as exc:
             log.debug("verdict cache not written (%s)", type(exc).__name__)
 
     async def aclose(self) -> None:
