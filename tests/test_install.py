@@ -287,3 +287,25 @@ def test_a_plain_install_runs_the_library_run_and_the_review_api(
     finally:
         serve.send_signal(signal.SIGTERM)
         serve.communicate(timeout=30)
+
+
+def test_every_command_of_the_readme_starts_in_a_plain_install(
+    bare_venv: Path, tmp_path: Path
+) -> None:
+    """Each subcommand answers --help, and calibrate runs on a labelled set, from the wheel."""
+    import json
+
+    veredito = str(bare_venv / "bin" / "veredito")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VEREDITO_", "OPENAI_"))}
+    env["PYTHONPATH"] = ""
+    for command in ("run", "produce", "worker", "results", "serve", "replay", "calibrate"):
+        done = subprocess.run([veredito, command, "--help"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 0 and "usage: veredito" in done.stdout, (command, done.stderr)
+    calibrate = subprocess.run(
+        [veredito, "calibrate", str(ROOT / "tests" / "data" / "devset.jsonl"), "--judge", "rules",
+         "--json"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert calibrate.returncode == 0, calibrate.stderr[-2000:]
+    assert json.loads(calibrate.stdout)["answer_level"]["f1"] == 1.0  # the dev set
