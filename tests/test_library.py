@@ -82,13 +82,9 @@ def test_report_writes_jsonl_and_shows_itself(tmp_path: Path) -> None:
     assert "<script>" not in page and "&lt;script&gt;" in page
     rows = report.records()
     assert rows[0]["categories"] == "PRAZO_VALOR" and rows[0]["unsupported"] == 1
-    try:
-        import pandas  # noqa: F401
-    except ImportError:
-        with pytest.raises(ImportError, match="pip install pandas"):
-            report.to_pandas()
-    else:
-        assert list(report.to_pandas()["id"]) == [v.id for v in report]
+    frame = report.to_pandas()  # pandas is in [dev]; users without it get a clear ImportError
+    assert list(frame["id"]) == [v.id for v in report]
+    assert list(frame["hallucinated"]) == [True, False]
 
 
 def test_a_judge_is_reused_with_one_session(
