@@ -305,6 +305,13 @@ def _render(name: str, status: int = 200, headers: dict[str, str] | None = None,
     )
 
 
+def _store_away_page() -> web.Response:
+    return _render(
+        "error.html", 503, {"Retry-After": "5"}, title="Base indisponível",
+        message="A base de vereditos não responde agora. Tente de novo em instantes.",
+    )  # fmt: skip
+
+
 def _page_grant(request: web.Request) -> Grant | web.Response:
     grant = _grant(request)
     if grant is None:
@@ -387,10 +394,7 @@ async def page_list(request: web.Request) -> web.Response:
     except (BadParameter, ValueError) as exc:
         return _render("error.html", 400, title="Filtro inválido", message=str(exc))
     except StoreUnavailable:
-        return _render(
-            "error.html", 503, {"Retry-After": "5"}, title="Base indisponível",
-            message="A base de vereditos não responde agora. Tente de novo em instantes.",
-        )  # fmt: skip
+        return _store_away_page()
     keep = {k: v for k, v in request.query.items() if k != "cursor" and v}
     keep.setdefault("period", period)
     more = "?" + urlencode({**keep, "cursor": page.next_cursor}) if page.next_cursor else None
@@ -450,10 +454,7 @@ async def page_verdict(request: web.Request) -> web.Response:
     try:
         verdict = await _call(request, request.app[REVIEW].store.get, request.match_info["id"])
     except StoreUnavailable:
-        return _render(
-            "error.html", 503, {"Retry-After": "5"}, title="Base indisponível",
-            message="A base de vereditos não responde agora. Tente de novo em instantes.",
-        )  # fmt: skip
+        return _store_away_page()
     verdict = _visible(verdict, grant)
     if verdict is None:
         return _render(
