@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from veredito.worker.store import Filters, SQLStore, StoreError, open_store
-from veredito.worker.store.sql import SCHEMA_VERSION, decode_cursor, open_sql_store
+from veredito.worker.store.sql import SCHEMA_VERSION, AmbiguousId, decode_cursor, open_sql_store
 from veredito.worker.verdict import CATEGORIES, Claim, TripleInput, Verdict
 
 NOW = datetime(2026, 11, 30, 14, 5, tzinfo=UTC)
@@ -301,3 +301,71 @@ def test_store_urls_are_checked(tmp_path: Path) -> None:
     file_store = open_store(f"file:{tmp_path / 'v.jsonl'}")
     assert file_store.write([body(make_verdict(1)), body(make_verdict(1))]) == (1, 1)
     file_store.close()
+
+
+def test_one_apps_id_is_not_anothers(store: SQLStore) -> None:
+    """Verdicts are keyed by (app, id): app B storing ``ticket-1001`` first does not keep app
+    A's ``ticket-1001`` out, and each is read back by its own app (docs/security.md)."""
+    first, second, unnamed = make_verdict(1), make_verdict(2), make_verdict(3)
+    first.id = second.id = unnamed.id = "ticket-1001"
+    first.metadata, second.metadata, unnamed.metadata = {"app": "b"}, {"app": "a"}, {}
+    assert store.write([body(first)]) == (1, 0)
+    assert store.write([body(second), body(unnamed), body(second)]) == (2, 1)
+    assert store.get("ticket-1001", app="a") == json.loads(body(second))
+    assert store.get("ticket-1001", app="b") == json.loads(body(first))
+    assert store.get("ticket-1001", app="") == json.loads(body(unnamed))
+    assert store.get("ticket-1001", app="c") is None
+    with pytest.raises(AmbiguousId) as raised:
+        store.get("ticket-1001")
+    assert raised.value.apps == ["", "a", "b"]
+    assert count(store, "claims") == sum(len(v.claims) for v in (first, second, unnamed))
+    only_a = store.list_verdicts(Filters(app="a"))
+    assert [(v["id"], v["metadata"]) for v in only_a.items] == [("ticket-1001", {"app": "a"})]
+    # pages over several apps sharing an id and a moment cover each once
+    many = [make_verdict(7) for _ in APPS]
+    for verdict, app in zip(many, APPS, strict=True):
+        verdict.id, verdict.metadata = "same", {"app": app}
+    store.write([body(v) for v in many])
+    seen, cursor = [], None
+    while True:
+        page = store.list_verdicts(Filters(), cursor=cursor, limit=1)
+        seen += [(v["metadata"].get("app", ""), v["id"]) for v in page.items]
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    assert len(seen) == len(set(seen)) == 6
+
+
+def test_a_schema_2_database_is_keyed_by_app_after_migration(store_url: str) -> None:
+    old = open_sql_store(store_url, migrate_to=2)
+    kept = [make_verdict(i) for i in range(6)]
+    kept[0].metadata = {}  # no app: schema 2 stored NULL, schema 3 stores ''
+    ph = old.sql("%s")
+    with old._using() as conn:  # rows as the schema-2 code wrote them
+        for v in kept:
+            conn.execute(
+                "INSERT INTO verdicts (id, app, status, hallucinated, score, faithfulness_score, "
+                f"judge_kind, judge_model, evaluated_at, body, categories) "
+                f"VALUES ({', '.join([ph] * 11)})",
+                (v.id, v.metadata.get("app"), v.status, v.hallucinated, v.score, None, "rules",
+                 "rules-1", v.evaluated_at, body(v).decode(), None),
+            )  # fmt: skip
+            for k, c in enumerate(v.claims):
+                conn.execute(
+                    "INSERT INTO claims (verdict_id, position, text, verdict, category, "
+                    f"chunk_idx, source) VALUES ({', '.join([ph] * 7)})",
+                    (v.id, k, c.text, c.verdict, c.category, c.chunk_idx, c.source),
+                )
+    old.close()
+    new = open_sql_store(store_url)
+    try:
+        assert new.schema_version() == SCHEMA_VERSION
+        for v in kept:
+            assert new.get(v.id, app=v.metadata.get("app", "")) == json.loads(body(v))
+        assert count(new, "claims") == sum(len(v.claims) for v in kept)
+        clash = make_verdict(99)
+        clash.id, clash.metadata = kept[1].id, {"app": "another"}
+        assert new.write([body(clash)]) == (1, 0)
+        assert new.get(kept[1].id, app="another") == json.loads(body(clash))
+    finally:
+        new.close()

@@ -184,9 +184,14 @@ class VerdictCache:
         self._warned = False
 
     @staticmethod
-    def key(model: str | None, versions: dict[str, str], prompts: list[str]) -> str:
-        """sha256 over the model, the prompt versions and every rendered prompt."""
-        material = json.dumps([model, sorted(versions.items()), prompts], ensure_ascii=False)
+    def key(
+        model: str | None, versions: dict[str, str], prompts: list[str], app: str | None = None
+    ) -> str:
+        """sha256 over the app, the model, the prompt versions and every rendered prompt: one
+        app never reads another's cached judgement (nor learns, by a hit, what it sent)."""
+        material = json.dumps(
+            [model, sorted(versions.items()), prompts, app or ""], ensure_ascii=False
+        )
         return "veredito:cache:" + hashlib.sha256(material.encode("utf-8")).hexdigest()
 
     def _count(self, result: str) -> None:

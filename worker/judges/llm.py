@@ -79,7 +79,13 @@ class LLMJudge:
             jobs.append(self._ask(prompt, parse_faithfulness_only(self._metrics), result))
         key = None
         if self._cache is not None:
-            key = VerdictCache.key(self._info.model, self._info.prompts, rendered)
+            app = triple.metadata.get("app") if isinstance(triple.metadata, dict) else None
+            key = VerdictCache.key(
+                self._info.model,
+                self._info.prompts,
+                rendered,
+                app if isinstance(app, str) else None,
+            )
             hit = _from_cache(await self._cache.get(key))
             if hit is not None:
                 for job in jobs:  # never started: close them

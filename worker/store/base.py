@@ -17,6 +17,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "VerdictRow",
+    "app_of",
     "parse_when",
     "rows_of",
     "timestamp",
@@ -105,7 +106,7 @@ def _evaluated_at(value: Any) -> str:
 # evaluated_at, categories, body
 VerdictRow = tuple[
     str,
-    str | None,
+    str,
     str,
     bool,
     float | None,
@@ -116,8 +117,8 @@ VerdictRow = tuple[
     str | None,
     str,
 ]
-# verdict_id, position, text, verdict, category, chunk_idx, source
-ClaimRow = tuple[str, int, str, str, str | None, int | None, str | None]
+# verdict_id, position, text, verdict, category, chunk_idx, source, app
+ClaimRow = tuple[str, int, str, str, str | None, int | None, str | None, str]
 
 
 def _number(value: Any) -> float | None:
@@ -135,6 +136,13 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def app_of(verdict: dict[str, Any]) -> str:
+    """The app a verdict belongs to, ``""`` when it names none: with its id, the verdict's key
+    (one app's ``ticket-1001`` is not another's)."""
+    meta = _dict(verdict.get("metadata"))
+    return _text(meta.get("app")) or ""
+
+
 def rows_of(body: bytes) -> tuple[VerdictRow, list[ClaimRow]] | None:
     """The table rows of one verdict; None for a body that is not a verdict with a string id."""
     try:
@@ -144,13 +152,13 @@ def rows_of(body: bytes) -> tuple[VerdictRow, list[ClaimRow]] | None:
     if not isinstance(verdict, dict) or not isinstance(verdict.get("id"), str):
         return None
     verdict_id: str = verdict["id"]
+    app = app_of(verdict)
     judge = _dict(verdict.get("judge"))
     faith = _dict(verdict.get("faithfulness"))
-    meta = _dict(verdict.get("metadata"))
     categories = _dict(verdict.get("categories"))
     row: VerdictRow = (
         verdict_id,
-        _text(meta.get("app")) or None,
+        app,
         _text(verdict.get("status")) or "ok",
         verdict.get("hallucinated") is True,
         _number(verdict.get("score")),
@@ -178,6 +186,7 @@ def rows_of(body: bytes) -> tuple[VerdictRow, list[ClaimRow]] | None:
                 if isinstance(chunk, int) and not isinstance(chunk, bool) and 0 <= chunk < 2**31
                 else None,
                 _text(claim.get("source")),
+                app,
             )
         )
     return row, claims

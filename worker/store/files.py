@@ -16,14 +16,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
+from veredito.worker.store.base import app_of
+
 __all__ = ["FileStore", "known_ids"]
 
 log = logging.getLogger(__name__)
 
 
-def known_ids(path: Path) -> set[str]:
-    """Ids of the verdicts already in ``path``; a torn last line is truncated away."""
-    seen: set[str] = set()
+def known_ids(path: Path) -> set[tuple[str, str]]:
+    """(app, id) of the verdicts already in ``path``; a torn last line is truncated away."""
+    seen: set[tuple[str, str]] = set()
     if not path.exists():
         return seen
     with path.open("rb+") as f:
@@ -40,7 +42,7 @@ def known_ids(path: Path) -> set[str]:
         except ValueError:
             continue
         if isinstance(value, dict) and isinstance(value.get("id"), str):
-            seen.add(value["id"])
+            seen.add((app_of(value), value["id"]))
     return seen
 
 
@@ -62,15 +64,18 @@ class FileStore:
         written = duplicates = 0
         for body in verdicts:
             try:
-                verdict_id = json.loads(body).get("id")
-            except (ValueError, AttributeError):
-                verdict_id = None
-            if verdict_id is not None and verdict_id in self.seen:
+                value = json.loads(body)
+            except ValueError:
+                value = None
+            key = None  # (app, id): one app's id is not another's
+            if isinstance(value, dict) and isinstance(value.get("id"), str):
+                key = (app_of(value), value["id"])
+            if key is not None and key in self.seen:
                 duplicates += 1
                 continue
             self.out.write(body.rstrip(b"\n") + b"\n")
-            if verdict_id is not None:
-                self.seen.add(verdict_id)
+            if key is not None:
+                self.seen.add(key)
             written += 1
         self.out.flush()
         if self.durable:

@@ -33,11 +33,12 @@ from veredito.worker.store.base import (
     StoreError,
     StoreUnavailable,
     VerdictRow,
+    parse_when,
     rows_of,
     timestamp,
 )
 
-__all__ = ["SCHEMA_VERSION", "SQLStore", "migrations", "open_sql_store"]
+__all__ = ["SCHEMA_VERSION", "AmbiguousId", "SQLStore", "migrations", "open_sql_store"]
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ _VERDICT_COLUMNS = (
     "id, app, status, hallucinated, score, faithfulness_score, judge_kind, judge_model, "
     "evaluated_at, categories, body"
 )
-_CLAIM_COLUMNS = "verdict_id, position, text, verdict, category, chunk_idx, source"
+_CLAIM_COLUMNS = "verdict_id, position, text, verdict, category, chunk_idx, source, app"
 _PG_LOCK = 7_465_102_301  # pg_advisory_xact_lock key for migrations
 
 
@@ -68,21 +69,38 @@ def _statements(sql: str) -> list[str]:
     return [s.strip() for s in re.split(r";\s*(?:\n|$)", sql) if s.strip()]
 
 
-def _encode_cursor(evaluated_at: str, verdict_id: str) -> str:
-    raw = json.dumps([evaluated_at, verdict_id], separators=(",", ":")).encode()
+def _encode_cursor(evaluated_at: str, verdict_id: str, app: str) -> str:
+    raw = json.dumps([evaluated_at, verdict_id, app], separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str) -> tuple[str, str]:
-    """The (evaluated_at, id) a cursor stands for; ValueError for one this store never gave."""
+def decode_cursor(cursor: str) -> tuple[str, str, str]:
+    """The (evaluated_at, id, app) a cursor stands for; ValueError for one this store never
+    gave (a cursor of schema 2, without the app, is read as app '')."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         value = json.loads(raw)
     except (ValueError, binascii.Error):
         raise ValueError("cursor: not a cursor this server gave") from None
-    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value)):
+    if not (
+        isinstance(value, list)
+        and len(value) in (2, 3)
+        and all(isinstance(v, str) and "\x00" not in v for v in value)
+    ):
         raise ValueError("cursor: not a cursor this server gave")
-    return value[0], value[1]
+    try:
+        parse_when(value[0])
+    except (ValueError, OverflowError):
+        raise ValueError("cursor: not a cursor this server gave") from None
+    return value[0], value[1], value[2] if len(value) == 3 else ""
+
+
+class AmbiguousId(LookupError):
+    """Several apps have a verdict with this id: the caller must name the app."""
+
+    def __init__(self, verdict_id: str, apps: list[str]) -> None:
+        super().__init__(verdict_id, apps)
+        self.apps = apps
 
 
 class SQLStore:
@@ -185,7 +203,7 @@ class SQLStore:
 
     # -- writes ---------------------------------------------------------------------------------
     def write(self, verdicts: Sequence[bytes]) -> tuple[int, int]:
-        batch: dict[str, tuple[VerdictRow, list[ClaimRow]]] = {}
+        batch: dict[tuple[str, str], tuple[VerdictRow, list[ClaimRow]]] = {}
         duplicates = 0
         for body in verdicts:
             rows = rows_of(body)
@@ -193,14 +211,15 @@ class SQLStore:
                 self.invalid += 1
                 log.warning("a message on the verdicts queue is not a verdict; not stored")
                 continue
-            if rows[0][0] in batch:
+            key = (rows[0][1], rows[0][0])  # (app, id): one app's id is not another's
+            if key in batch:
                 duplicates += 1
                 continue
-            batch[rows[0][0]] = rows
+            batch[key] = rows
         if not batch:
             return 0, duplicates
         refused_before = self.refused
-        # in id order: concurrent sinks writing the same ids take their locks in one order and
+        # in key order: concurrent sinks writing the same ids take their locks in one order and
         # cannot deadlock
         ordered = [batch[key] for key in sorted(batch)]
         try:
@@ -279,28 +298,40 @@ class SQLStore:
         """Newest first, ``limit`` at a time; ``next_cursor`` continues after the last one."""
         where, params = self._where(filters)
         if cursor is not None:
-            at, verdict_id = decode_cursor(cursor)
-            where.append(f"(v.evaluated_at, v.id) < ({self._time_param()}, %s)")
-            params += [at, verdict_id]
+            at, verdict_id, app = decode_cursor(cursor)
+            where.append(f"(v.evaluated_at, v.id, v.app) < ({self._time_param()}, %s, %s)")
+            params += [at, verdict_id, app]
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         query = (
-            f"SELECT v.evaluated_at, v.id, v.body FROM verdicts v {clause} "
-            "ORDER BY v.evaluated_at DESC, v.id DESC LIMIT %s"
+            f"SELECT v.evaluated_at, v.id, v.app, v.body FROM verdicts v {clause} "
+            "ORDER BY v.evaluated_at DESC, v.id DESC, v.app DESC LIMIT %s"
         )
         with self._using() as conn:
             rows = conn.execute(self.sql(query), (*params, limit + 1)).fetchall()
-        page = Page([self._body(body) for _, _, body in rows[:limit]])
+        page = Page([self._body(body) for _, _, _, body in rows[:limit]])
         if len(rows) > limit:
-            at, verdict_id, _ = rows[limit - 1]
-            page.next_cursor = _encode_cursor(self._time(at), verdict_id)
+            at, verdict_id, app, _ = rows[limit - 1]
+            page.next_cursor = _encode_cursor(self._time(at), verdict_id, app)
         return page
 
-    def get(self, verdict_id: str) -> dict[str, Any] | None:
+    def get(self, verdict_id: str, app: str | None = None) -> dict[str, Any] | None:
+        """The verdict of ``app`` with this id (``""``: the verdicts that name no app). With
+        ``app`` None, the one verdict of this id whatever its app; :class:`AmbiguousId` when
+        several apps have one."""
         with self._using() as conn:
-            row = conn.execute(
-                self.sql("SELECT body FROM verdicts WHERE id = %s"), (verdict_id,)
-            ).fetchone()
-        return None if row is None else self._body(row[0])
+            if app is not None:
+                row = conn.execute(
+                    self.sql("SELECT body FROM verdicts WHERE app = %s AND id = %s"),
+                    (app, verdict_id),
+                ).fetchone()
+                return None if row is None else self._body(row[0])
+            rows = conn.execute(
+                self.sql("SELECT app, body FROM verdicts WHERE id = %s ORDER BY app LIMIT 10"),
+                (verdict_id,),
+            ).fetchall()
+        if len(rows) > 1:
+            raise AmbiguousId(verdict_id, [str(r[0]) for r in rows])
+        return None if not rows else self._body(rows[0][1])
 
     def stats(self, filters: Filters) -> dict[str, Any]:
         """Answers, hallucinated answers, and counts by status, category and claim verdict."""
@@ -398,20 +429,20 @@ class SQLiteStore(SQLStore):
 
     def _insert(self, conn: Any, batch: list[tuple[VerdictRow, list[ClaimRow]]]) -> int:
         with self._transaction(conn):
-            ids = [row[0] for row, _ in batch]
-            existing: set[str] = set()
+            ids = sorted({row[0] for row, _ in batch})
+            existing: set[tuple[str, str]] = set()
             for start in range(0, len(ids), 500):
                 part = ids[start : start + 500]
                 marks = ",".join("?" * len(part))
-                found = conn.execute(f"SELECT id FROM verdicts WHERE id IN ({marks})", part)
-                existing.update(r[0] for r in found)
-            new = [(row, claims) for row, claims in batch if row[0] not in existing]
+                found = conn.execute(f"SELECT app, id FROM verdicts WHERE id IN ({marks})", part)
+                existing.update((r[0], r[1]) for r in found)
+            new = [(row, claims) for row, claims in batch if (row[1], row[0]) not in existing]
             conn.executemany(
                 f"INSERT INTO verdicts ({_VERDICT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 [row for row, _ in new],
             )
             conn.executemany(
-                f"INSERT INTO claims ({_CLAIM_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
+                f"INSERT INTO claims ({_CLAIM_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)",
                 [claim for _, claims in new for claim in claims],
             )
         return len(new)
@@ -460,9 +491,11 @@ class PostgresStore(SQLStore):
         import psycopg
 
         with conn.transaction(), conn.cursor() as cur:
-            cur.execute("SELECT id FROM verdicts WHERE id = ANY(%s)", ([r[0] for r, _ in batch],))
-            stored = {r[0] for r in cur.fetchall()}
-            new = [(row, claims) for row, claims in batch if row[0] not in stored]
+            cur.execute(
+                "SELECT app, id FROM verdicts WHERE id = ANY(%s)", ([r[0] for r, _ in batch],)
+            )
+            stored = {(r[0], r[1]) for r in cur.fetchall()}
+            new = [(row, claims) for row, claims in batch if (row[1], row[0]) not in stored]
             if not new:
                 return 0
             try:
@@ -484,10 +517,13 @@ class PostgresStore(SQLStore):
                     copy.write_row(row)
             cur.execute(
                 f"INSERT INTO verdicts ({_VERDICT_COLUMNS}) SELECT {_VERDICT_COLUMNS} "
-                "FROM verdicts_in ORDER BY id ON CONFLICT (id) DO NOTHING RETURNING id"
+                "FROM verdicts_in ORDER BY app, id ON CONFLICT (app, id) DO NOTHING "
+                "RETURNING app, id"
             )
-            written = {r[0] for r in cur.fetchall()}
-            self._copy_claims(cur, [(row, claims) for row, claims in new if row[0] in written])
+            written = {(r[0], r[1]) for r in cur.fetchall()}
+            self._copy_claims(
+                cur, [(row, claims) for row, claims in new if (row[1], row[0]) in written]
+            )
             return len(written)
 
     @staticmethod
