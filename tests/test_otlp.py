@@ -27,7 +27,7 @@ def tracer_to(request: pytest.FixtureRequest) -> Iterator[Any]:
 
     providers = []
 
-    def make(base: str, token: str = "tok-a") -> Any:
+    def make(base: str, token: str = "tok-a-4c1b9e77d2f0") -> Any:
         provider = TracerProvider(resource=Resource.create({"service.name": "sac-bot"}))
         exporter = OTLPSpanExporter(
             endpoint=f"{base}/v1/traces", headers={"Authorization": f"Bearer {token}"}
@@ -195,5 +195,5 @@ def test_json_input_values_and_the_assembler_bound() -> None:
     assert triple_from(spans)["query"] == "Q?"
     assembler = TraceAssembler(max_traces=2)
     for i in range(3):
-        assembler.add([Span(f"t{i}", "s", "p", "child", 0, {})])
+        assembler.add("tenant-a", [Span(f"t{i}", "s", "p", "child", 0, {})])
     assert len(assembler) == 2 and assembler.dropped["evicted"] == 1
