@@ -35,7 +35,7 @@ if str(ROOT) not in sys.path:
 from bench.chaos import make_triples  # noqa: E402
 from veredito.producer import topology  # noqa: E402
 
-TOKEN = "bench-token"
+TOKEN = "bench-token-2a7c9e4f1b"
 
 
 def free_port() -> int:

@@ -11,6 +11,7 @@ checked by :func:`veredito.producer.triple.parse_triple` like any other input.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import io
 import json
@@ -20,7 +21,19 @@ from typing import Any
 from veredito.producer.mapping import Mapper, parse_maps
 from veredito.producer.reader import MAX_NESTING, nested_deeper_than, read_lines
 
-__all__ = ["NDJSON", "BodyError", "Grant", "Tokens", "from_aferiq", "read_body"]
+__all__ = [
+    "MIN_TOKEN_LENGTH",
+    "NDJSON",
+    "BodyError",
+    "Grant",
+    "HeaderError",
+    "TokenError",
+    "Tokens",
+    "TooManyItems",
+    "count_items",
+    "from_aferiq",
+    "read_body",
+]
 
 NDJSON = "application/x-ndjson"
 CONTEXT_STEPS = ("retrieval", "tool")
@@ -30,12 +43,37 @@ class BodyError(ValueError):
     """The body is not what the route takes; the message says why (and which line)."""
 
 
-def read_body(data: bytes, content_type: str) -> list[Any]:
+class TooManyItems(ValueError):
+    """A body carrying more triples than one request may (``VEREDITO_INGEST_MAX_ITEMS``)."""
+
+    def __init__(self, count: int, limit: int) -> None:
+        super().__init__(
+            f"the body carries {count} items, over the limit of {limit} per request "
+            "(VEREDITO_INGEST_MAX_ITEMS): send them in several requests"
+        )
+        self.count = count
+        self.limit = limit
+
+
+def count_items(data: bytes, content_type: str) -> int | None:
+    """How many items an NDJSON body carries (its non-blank lines), counted without parsing;
+    None for JSON, whose items are known only once it is parsed."""
+    if content_type != NDJSON:
+        return None
+    return sum(1 for line in data.splitlines() if line.strip())
+
+
+def read_body(data: bytes, content_type: str, max_items: int | None = None) -> list[Any]:
+    """The values of a body, or :class:`BodyError`; :class:`TooManyItems` past ``max_items``
+    (checked before an NDJSON body is parsed)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BodyError(f"the body is not UTF-8 (byte {exc.start})") from None
     if content_type == NDJSON:
+        counted = count_items(data, content_type)
+        if max_items is not None and counted is not None and counted > max_items:
+            raise TooManyItems(counted, max_items)
         values = []
         for item in read_lines(io.StringIO(text)):
             if item.error is not None:
@@ -44,15 +82,19 @@ def read_body(data: bytes, content_type: str) -> list[Any]:
         if not values:
             raise BodyError("the body has no lines")
         return values
-    if nested_deeper_than(text, MAX_NESTING):
-        raise BodyError(f"not valid JSON (nested deeper than {MAX_NESTING} levels)")
     try:
         value = json.loads(text)
+    except RecursionError:
+        raise BodyError(f"not valid JSON (nested deeper than {MAX_NESTING} levels)") from None
     except ValueError as exc:
         raise BodyError(f"not valid JSON: {exc}") from None
+    if nested_deeper_than(value, MAX_NESTING + 1):  # the array holding the triples is a level
+        raise BodyError(f"not valid JSON (nested deeper than {MAX_NESTING} levels)")
     if isinstance(value, list):
         if not value:
             raise BodyError("the array is empty")
+        if max_items is not None and len(value) > max_items:
+            raise TooManyItems(len(value), max_items)
         return value
     return [value]
 
@@ -87,37 +129,74 @@ def from_aferiq(value: Any) -> Any:
     return triple
 
 
+MIN_TOKEN_LENGTH = 16
+
+
+class TokenError(ValueError):
+    """A configured token list that cannot be used (too short, odd characters); the message names
+    the entry by its position, never its value."""
+
+
+class HeaderError(ValueError):
+    """An ``Authorization`` header that no token could match (not printable ASCII)."""
+
+
 @dataclass(frozen=True)
 class Grant:
-    """What a valid token brings: the app forced on its triples, the mapping of its shapes."""
+    """What a valid token brings: the app forced on its triples, the mapping of its shapes, and
+    ``tenant``, an opaque name of the token (a hash prefix, never the token) that keys what the
+    server keeps per tenant (OTLP spans waiting for their root)."""
 
     app: str | None = None
     mapper: Mapper | None = None
+    tenant: str = "anonymous"
+
+
+def _printable_ascii(value: str) -> bool:
+    return value.isascii() and value.isprintable()
 
 
 class Tokens:
     """``VEREDITO_INGEST_TOKENS``: ``token``, ``token:app`` (the app forced on its triples) or
     ``token:app:preset`` (its bodies read with a mapping preset of :mod:`.mapping`; the app may
-    be empty: ``token::langchain``), comma-separated. Every comparison is constant-time."""
+    be empty: ``token::langchain``), comma-separated. Every comparison is constant-time.
 
-    def __init__(self, spec: str | None) -> None:
+    A token is at least 16 printable ASCII characters without spaces, colons or commas; a
+    shorter one is refused at start (:class:`TokenError`), since a short token can be guessed.
+    ``name`` is the setting, for the messages."""
+
+    def __init__(self, spec: str | None, name: str = "VEREDITO_INGEST_TOKENS") -> None:
         self._tokens: list[tuple[bytes, Grant]] = []
-        for part in (spec or "").split(","):
+        for position, part in enumerate((spec or "").split(","), start=1):
             token, _, rest = part.strip().partition(":")
             app, _, preset = rest.partition(":")
             if not token:
                 continue
+            if not _printable_ascii(token) or " " in token:
+                raise TokenError(
+                    f"{name}: token {position} has a character other than printable ASCII"
+                )
+            if len(token) < MIN_TOKEN_LENGTH:
+                raise TokenError(
+                    f"{name}: token {position} is {len(token)} characters long; use at least "
+                    f"{MIN_TOKEN_LENGTH} (for example: python -c 'import secrets; "
+                    "print(secrets.token_urlsafe(24))')"
+                )
             mapper = Mapper(parse_maps([preset.strip()])) if preset.strip() else None
-            self._tokens.append((token.encode(), Grant(app.strip() or None, mapper)))
+            tenant = hashlib.sha256(token.encode()).hexdigest()[:16]
+            self._tokens.append((token.encode(), Grant(app.strip() or None, mapper, tenant)))
 
     def __bool__(self) -> bool:
         return bool(self._tokens)
 
     def check(self, header: str | None) -> Grant | None:
-        """What the token of an ``Authorization`` header grants; None when it is not valid."""
+        """What the token of an ``Authorization: Bearer`` header grants; None when it is not
+        valid. :class:`HeaderError` for a header no token could ever match (non-ASCII)."""
         scheme, _, given = (header or "").partition(" ")
         if scheme.lower() != "bearer" or not given:
             return None
+        if not _printable_ascii(given):
+            raise HeaderError("Authorization: the header is not printable ASCII")
         found: Grant | None = None
         candidate = given.strip().encode()
         for token, grant in self._tokens:  # no early exit: the time says nothing about the match

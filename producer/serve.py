@@ -23,23 +23,49 @@ import asyncio
 import contextlib
 import json
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from veredito.producer import topology
 from veredito.producer.confirms import Outgoing, Publisher, PublishError
-from veredito.producer.ingest import NDJSON, BodyError, Grant, Tokens, from_aferiq, read_body
-from veredito.producer.otlp import PROTOBUF, OTLPError, TraceAssembler, decode, empty_response
+from veredito.producer.guard import HostPolicy
+from veredito.producer.ingest import (
+    NDJSON,
+    BodyError,
+    Grant,
+    HeaderError,
+    Tokens,
+    TooManyItems,
+    from_aferiq,
+    read_body,
+)
+from veredito.producer.otlp import (
+    PROTOBUF,
+    OTLPError,
+    Span,
+    TraceAssembler,
+    decode,
+    empty_response,
+)
 from veredito.producer.publish import task_outgoing
 from veredito.producer.sampling import Dedup, sampled_in
 from veredito.producer.triple import InvalidTriple, Limits, fallback_id, parse_triple
-from veredito.worker.review import API_ROUTES, PAGE_ROUTES, REVIEW, Review, add_routes, openapi_part
+from veredito.worker.review import (
+    API_ROUTES,
+    PAGE_ROUTES,
+    REVIEW,
+    BadParameter,
+    Review,
+    add_routes,
+    openapi_part,
+)
 from veredito.worker.store import StoreUnavailable
 
 __all__ = ["IngestConfig", "make_app", "openapi"]
@@ -73,6 +99,14 @@ class IngestConfig:
     trace_timeout: float = 30.0
     sample_rate: float = 1.0
     dedup: Dedup | None = None
+    max_items: int = 1000  # triples one request may carry
+    otlp_max_spans_per_request: int = 10_000
+    otlp_max_traces: int = 10_000  # per tenant (token)
+    otlp_max_spans: int = 50_000
+    otlp_max_bytes: int = 32 * 1024 * 1024
+    body_timeout: float = 60.0
+    hosts: HostPolicy = field(default_factory=lambda: HostPolicy(None))
+    max_rejected_listed: int = 100  # the rest of a request's rejections are counted
 
 
 class IngestMetrics:
@@ -97,6 +131,21 @@ class IngestMetrics:
             ["result"],
             registry=registry,
         )
+        self.otlp_dropped = Counter(
+            "veredito_ingest_otlp_dropped_total",
+            "OTLP traces or spans dropped from the buffer of one token's app ('unscoped' for a "
+            "token without one): evicted (over its quota), incomplete (no root in time), "
+            "oversize (a span or trace over the limits)",
+            ["app", "reason"],
+            registry=registry,
+        )
+        self.otlp_pending = Gauge(
+            "veredito_ingest_otlp_pending",
+            "OTLP spans waiting for their trace's root, all tokens together: traces, spans and "
+            "estimated bytes",
+            ["unit"],
+            registry=registry,
+        )
         self.duration = Histogram(
             "veredito_ingest_request_duration_seconds",
             "Time to answer an ingest request (including the broker's confirms)",
@@ -113,6 +162,9 @@ class State:
     assembler: TraceAssembler
     backlog: int | None = None  # None: the broker could not be asked
     monitor: asyncio.Task[None] | None = None
+    apps: dict[str, str] = field(default_factory=dict)  # tenant -> app label of its metrics
+    exported_drops: dict[tuple[str, str], int] = field(default_factory=dict)
+    export_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class JsonError(web.HTTPException):
@@ -127,6 +179,9 @@ class JsonError(web.HTTPException):
         )
 
 
+OPEN_ROUTES = ("/healthz", "/readyz", "/metrics")  # probes and scrapes name the pod's address
+
+
 @web.middleware
 async def errors_and_metrics(
     request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -137,12 +192,22 @@ async def errors_and_metrics(
     state = request.app[STATE]
     status = 500
     try:
+        if route not in OPEN_ROUTES:
+            refusal = request.app[CONFIG].hosts.refusal(request)
+            if refusal is not None:
+                raise JsonError(*refusal)
         response = await handler(request)
         status = response.status
         return response
     except JsonError as exc:
         status = exc.status
         raise
+    except HeaderError as exc:
+        status = 400
+        raise JsonError(400, "invalid_header", str(exc)) from None
+    except BadParameter as exc:
+        status = 400
+        raise JsonError(400, "invalid_parameter", str(exc)) from None
     except web.HTTPRequestEntityTooLarge:
         status = 413
         limit = request.app[CONFIG].max_bytes
@@ -152,8 +217,10 @@ async def errors_and_metrics(
     except web.HTTPException as exc:
         status = exc.status
         raise JsonError(exc.status, exc.reason.lower().replace(" ", "_"), exc.reason) from None
-    except Exception:
-        log.exception("ingest request crashed")
+    except Exception as exc:
+        # the type only: a message may quote the request; the frames at DEBUG
+        log.error("request to %s crashed (%s)", route, type(exc).__name__)
+        log.debug("the crash", exc_info=True)
         raise JsonError(500, "internal_error", "the server failed; nothing was queued") from None
     finally:
         state.metrics.requests.labels(route, str(status)).inc()
@@ -177,22 +244,40 @@ def authorize(request: web.Request) -> Grant:
     return grant
 
 
-def check_ready(state: State, config: IngestConfig) -> None:
+def check_ready(state: State, config: IngestConfig, adding: int = 0) -> None:
+    """503 when the broker is away, or when the queue plus the ``adding`` triples of this
+    request would pass the backlog limit."""
     if state.backlog is None:
         raise JsonError(
             503, "broker_unavailable", "the broker cannot be reached", headers={"Retry-After": "5"}
         )
-    if state.backlog > config.max_backlog:
+    if state.backlog + adding > config.max_backlog:
         raise JsonError(
             503,
             "backlog_full",
-            f"{state.backlog} triples wait in {topology.TRIPLES_QUEUE}, over the limit of "
-            f"{config.max_backlog} (VEREDITO_INGEST_MAX_BACKLOG)",
+            f"{state.backlog} triples wait in {topology.TRIPLES_QUEUE}; {adding} more would pass "
+            f"the limit of {config.max_backlog} (VEREDITO_INGEST_MAX_BACKLOG)",
             headers={"Retry-After": "10"},
         )
 
 
+async def read_data(request: web.Request) -> bytes:
+    """The body, within ``body_timeout`` seconds (a client trickling it gets 408)."""
+    config = request.app[CONFIG]
+    try:
+        async with asyncio.timeout(config.body_timeout):
+            return await request.read()
+    except TimeoutError:
+        raise JsonError(
+            408,
+            "body_timeout",
+            f"the body did not arrive within {config.body_timeout:g} s "
+            "(VEREDITO_SERVE_BODY_TIMEOUT)",
+        ) from None
+
+
 async def read_values(request: web.Request) -> list[Any]:
+    config = request.app[CONFIG]
     content_type = request.content_type
     if content_type not in JSON_TYPES:
         raise JsonError(
@@ -200,11 +285,22 @@ async def read_values(request: web.Request) -> list[Any]:
             "unsupported_media_type",
             f"send application/json or {NDJSON}, not {content_type or 'nothing'}",
         )
-    data = await request.read()
-    try:
-        return read_body(data, content_type)
+    data = await read_data(request)
+    loop = asyncio.get_running_loop()
+    try:  # parsed off the event loop: a large body does not hold up other requests
+        return await loop.run_in_executor(None, read_body, data, content_type, config.max_items)
+    except TooManyItems as exc:
+        raise JsonError(413, "too_many_items", str(exc)) from None
     except BodyError as exc:
         raise JsonError(400, "invalid_body", str(exc)) from None
+
+
+def _dedup_key(app: str | None, triple_id: str) -> str:
+    """Dedup is per app: one app's id does not make another's a duplicate."""
+    return triple_id if not app else f"{app}\x1f{triple_id}"
+
+
+YIELD_EVERY = 64  # items checked between two turns of the event loop
 
 
 async def accept(
@@ -212,15 +308,19 @@ async def accept(
 ) -> dict[str, Any]:
     """Check each value, publish the triples and rejections and wait for the broker; leave out,
     and report, what sampling and dedup drop. The caller has authorized the request and checked
-    that the broker is ready."""
+    that the broker is ready for this many triples. The answer lists the first
+    ``max_rejected_listed`` rejections and counts them all (``rejected_count``)."""
     config, state = request.app[CONFIG], request.app[STATE]
     forced_app = grant.app
     rejected: list[dict[str, Any]] = []
+    rejected_count = 0
     sampled_out: list[str] = []
     messages: list[Outgoing] = []
-    pending: list[tuple[str, Outgoing]] = []
+    pending: list[tuple[str, str | None, Outgoing]] = []
     now = time.time()
     for index, value in enumerate(values):
+        if index % YIELD_EVERY == YIELD_EVERY - 1:
+            await asyncio.sleep(0)  # let /healthz and the other tenants' requests through
         origin = {"input": source, "index": index}
         if grant.mapper is not None:
             value = grant.mapper.apply(value)
@@ -232,7 +332,9 @@ async def accept(
             triple = parse_triple(value, config.limits)
         except InvalidTriple as exc:
             # the id its rejected verdict will carry
-            rejected.append({"index": index, "id": fallback_id(value), "error": str(exc)})
+            rejected_count += 1
+            if len(rejected) < config.max_rejected_listed:
+                rejected.append({"index": index, "id": fallback_id(value), "error": str(exc)})
             envelope = {"triple": value, "source": origin, "produced_at": now}
             messages.append(task_outgoing(envelope, "rejected"))
             continue
@@ -240,14 +342,18 @@ async def accept(
             sampled_out.append(triple.id)
             continue
         envelope = {"triple": triple.to_dict(), "source": origin, "produced_at": now}
-        pending.append((triple.id, task_outgoing(envelope, triple.id)))
+        app = triple.metadata.get("app") if isinstance(triple.metadata, dict) else None
+        key = _dedup_key(app if isinstance(app, str) else None, triple.id)
+        pending.append((triple.id, key, task_outgoing(envelope, triple.id)))
     duplicates: list[str] = []
     if config.dedup is not None and pending:
-        seen = config.dedup.seen([triple_id for triple_id, _ in pending])
-        duplicates = [triple_id for (triple_id, _), was in zip(pending, seen, strict=True) if was]
+        seen = config.dedup.seen([str(key) for _, key, _ in pending])
+        duplicates = [
+            triple_id for (triple_id, _, _), was in zip(pending, seen, strict=True) if was
+        ]
         pending = [item for item, was in zip(pending, seen, strict=True) if not was]
-    accepted = [triple_id for triple_id, _ in pending]
-    messages += [message for _, message in pending]
+    accepted = [triple_id for triple_id, _, _ in pending]
+    messages += [message for _, _, message in pending]
     try:
         assert state.publisher is not None  # ingest routes exist only with a publisher
         await state.publisher.publish_async(messages)
@@ -259,19 +365,22 @@ async def accept(
             "twice is stored once)",
             headers={"Retry-After": "5"},
         ) from None
+    if state.backlog is not None:
+        state.backlog += len(messages)  # until the next look at the queue
     if config.dedup is not None:
-        config.dedup.remember(accepted)  # confirmed: repeats from now on are dropped
-    for result, ids in (
-        ("accepted", accepted),
-        ("rejected", rejected),
-        ("sampled_out", sampled_out),
-        ("duplicate", duplicates),
+        config.dedup.remember([str(key) for _, key, _ in pending])  # confirmed: repeats dropped
+    for result, count in (
+        ("accepted", len(accepted)),
+        ("rejected", rejected_count),
+        ("sampled_out", len(sampled_out)),
+        ("duplicate", len(duplicates)),
     ):
-        if ids:
-            state.metrics.triples.labels(result).inc(len(ids))
+        if count:
+            state.metrics.triples.labels(result).inc(count)
     return {
         "accepted": accepted,
         "rejected": rejected,
+        "rejected_count": rejected_count,
         "sampled_out": sampled_out,
         "duplicates": duplicates,
     }
@@ -281,6 +390,7 @@ async def post_triples(request: web.Request) -> web.Response:
     grant = authorize(request)
     check_ready(request.app[STATE], request.app[CONFIG])
     values = await read_values(request)
+    check_ready(request.app[STATE], request.app[CONFIG], adding=len(values))
     return web.json_response(await accept(request, grant, values, "http"), status=202)
 
 
@@ -288,11 +398,20 @@ async def post_aferiq(request: web.Request) -> web.Response:
     grant = authorize(request)
     check_ready(request.app[STATE], request.app[CONFIG])
     values = [from_aferiq(v) for v in await read_values(request)]
+    check_ready(request.app[STATE], request.app[CONFIG], adding=len(values))
     return web.json_response(await accept(request, grant, values, "aferiq"), status=200)
 
 
+def _otlp_spans(data: bytes, content_type: str, limit: int) -> list[Span]:
+    spans = decode(data, content_type)
+    if len(spans) > limit:
+        raise TooManyItems(len(spans), limit)
+    return spans
+
+
 async def post_otlp(request: web.Request) -> web.Response:
-    """OTLP/HTTP traces: spans wait for their trace's root span, then become triples."""
+    """OTLP/HTTP traces: spans wait, in their token's own buffer, for their trace's root span,
+    then become triples. Decoding and assembling run off the event loop."""
     config, state = request.app[CONFIG], request.app[STATE]
     grant = authorize(request)
     content_type = request.content_type
@@ -303,19 +422,65 @@ async def post_otlp(request: web.Request) -> web.Response:
             f"OTLP/HTTP is {PROTOBUF} or application/json, not {content_type or 'nothing'}",
         )
     check_ready(state, config)
+    data = await read_data(request)
+    loop = asyncio.get_running_loop()
     try:
-        spans = decode(await request.read(), content_type)
+        spans = await loop.run_in_executor(
+            None, _otlp_spans, data, content_type, config.otlp_max_spans_per_request
+        )
+    except TooManyItems as exc:
+        raise JsonError(
+            413,
+            "too_many_items",
+            f"the export carries {exc.count} spans, over the limit of {exc.limit} per request "
+            "(VEREDITO_OTLP_MAX_SPANS_PER_REQUEST): export smaller batches",
+        ) from None
     except OTLPError as exc:
         raise JsonError(400, "invalid_body", str(exc)) from None
-    evicted = state.assembler.dropped["evicted"]
-    triples = state.assembler.add(spans)
-    if state.assembler.dropped["evicted"] > evicted:
-        state.metrics.traces.labels("evicted").inc(state.assembler.dropped["evicted"] - evicted)
+    del data
+    state.apps.setdefault(grant.tenant, grant.app or "unscoped")
+    triples = await loop.run_in_executor(None, _assemble, state, grant.tenant, spans)
+    del spans
     if triples:
         await accept(request, grant, triples, "otlp")
         state.metrics.traces.labels("complete").inc(len(triples))
     body, response_type = empty_response(content_type)
     return web.Response(body=body, content_type=response_type)
+
+
+def _assemble(state: State, tenant: str, spans: list[Span]) -> list[dict[str, Any]]:
+    """In an executor thread: the spans into the tenant's buffer, the drops into the metrics."""
+    triples = state.assembler.add(tenant, spans)
+    export_drops(state)
+    return triples
+
+
+def _expire(state: State) -> None:
+    if state.assembler.expire():
+        export_drops(state)
+
+
+def export_drops(state: State) -> None:
+    """Move the assembler's drop counts (per tenant and reason) into the metrics (from the
+    executor threads: the assembler's lock may be held for a while by a large request)."""
+    with state.export_lock:
+        _export_drops(state)
+
+
+def _export_drops(state: State) -> None:
+    for (tenant, reason), total in state.assembler.drop_counts().items():
+        done = state.exported_drops.get((tenant, reason), 0)
+        if total > done:
+            state.metrics.otlp_dropped.labels(state.apps.get(tenant, "unscoped"), reason).inc(
+                total - done
+            )
+            if reason in ("evicted", "incomplete"):
+                state.metrics.traces.labels(reason).inc(total - done)
+            state.exported_drops[(tenant, reason)] = total
+    pending = state.metrics.otlp_pending
+    pending.labels("traces").set(len(state.assembler))
+    pending.labels("spans").set(state.assembler.pending_spans())
+    pending.labels("bytes").set(state.assembler.pending_bytes())
 
 
 async def head_aferiq(request: web.Request) -> web.Response:
@@ -330,7 +495,7 @@ async def healthz(request: web.Request) -> web.Response:
 async def readyz(request: web.Request) -> web.Response:
     state, config = request.app[STATE], request.app[CONFIG]
     if state.publisher is not None:
-        check_ready(state, config)
+        check_ready(state, config, adding=1)  # ready: room for one more triple
     review = request.app.get(REVIEW)
     if review is not None:
         loop = asyncio.get_running_loop()
@@ -366,9 +531,7 @@ async def watch_backlog(app: web.Application) -> None:
             if state.backlog is not None:
                 log.warning("the broker cannot be reached (%s)", type(exc).__name__)
             state.backlog = None
-        expired = state.assembler.expire()
-        if expired:
-            state.metrics.traces.labels("incomplete").inc(expired)
+        await loop.run_in_executor(None, _expire, state)
         await asyncio.sleep(config.backlog_interval)
 
 
@@ -425,7 +588,12 @@ def make_app(
     app[STATE] = State(
         publisher,
         IngestMetrics(registry or CollectorRegistry()),
-        TraceAssembler(timeout=config.trace_timeout),
+        TraceAssembler(
+            timeout=config.trace_timeout,
+            max_traces=config.otlp_max_traces,
+            max_spans=config.otlp_max_spans,
+            max_bytes=config.otlp_max_bytes,
+        ),
     )
     if review is not None:
         add_routes(app, review)
@@ -450,7 +618,12 @@ def openapi() -> dict[str, Any]:
     errors = {
         "400": _error_response("not JSON, or NDJSON with a bad line (named)"),
         "401": _error_response("missing or unknown bearer token"),
-        "413": _error_response("body over VEREDITO_INGEST_MAX_BYTES"),
+        "403": _error_response("an Origin not in VEREDITO_ALLOWED_HOSTS"),
+        "408": _error_response("the body did not arrive within VEREDITO_SERVE_BODY_TIMEOUT"),
+        "413": _error_response(
+            "body over VEREDITO_INGEST_MAX_BYTES, or more items than VEREDITO_INGEST_MAX_ITEMS "
+            "(spans: VEREDITO_OTLP_MAX_SPANS_PER_REQUEST)"
+        ),
         "415": _error_response("content type other than JSON or NDJSON"),
         "503": _error_response("broker unreachable or backlog full; see Retry-After"),
     }
@@ -515,9 +688,19 @@ def openapi() -> dict[str, Any]:
                 },
                 "Accepted": {
                     "type": "object",
-                    "required": ["accepted", "rejected", "sampled_out", "duplicates"],
+                    "required": [
+                        "accepted",
+                        "rejected",
+                        "rejected_count",
+                        "sampled_out",
+                        "duplicates",
+                    ],
                     "properties": {
                         "accepted": {"type": "array", "items": {"type": "string"}},
+                        "rejected_count": {
+                            "type": "integer",
+                            "description": "every rejected item; `rejected` lists the first 100",
+                        },
                         "sampled_out": {
                             "type": "array",
                             "items": {"type": "string"},

@@ -208,7 +208,9 @@ def test_a_plain_install_serves_http(bare_venv: Path, tmp_path: Path) -> None:
         s.bind(("127.0.0.1", 0))
         http_port = s.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VEREDITO_", "OPENAI_"))}
-    env.update(VEREDITO_BROKER_URL=url, VEREDITO_INGEST_TOKENS="t", PYTHONPATH="")
+    env.update(
+        VEREDITO_BROKER_URL=url, VEREDITO_INGEST_TOKENS="install-token-3e9b1c7a", PYTHONPATH=""
+    )
     serve = subprocess.Popen(
         [str(bare_venv / "bin" / "veredito"), "serve", "--port", str(http_port)],
         cwd=tmp_path,

@@ -25,8 +25,8 @@ from tests.test_store import make_verdict
 from veredito.worker.store import open_store
 from veredito.worker.verdict import Claim, RuleFinding, TripleInput, Verdict
 
-READ = "leitura-1,leitura-sac:sac-bot"
-INGEST = "ingest-1"
+READ = "leitura-1-7a4c2e9b0f,leitura-sac-3b8d1f6a2c:sac-bot"
+INGEST = "ingest-1-9e2c4a7b1d"
 HOSTILE = '<script>window.__pwned = 1</script>"><img src=x onerror="window.__pwned=2">'
 
 
@@ -88,7 +88,7 @@ def reading(store_url: str, *extra: str, **env_extra: str) -> Iterator[str]:
         assert process.returncode == 0, process.stderr.read()
 
 
-def get(base: str, path: str, token: str | None = "leitura-1", basic: bool = False
+def get(base: str, path: str, token: str | None = "leitura-1-7a4c2e9b0f", basic: bool = False
         ) -> tuple[int, Any, dict[str, str]]:  # fmt: skip
     request = urllib.request.Request(base + path)
     if token is not None:
@@ -167,19 +167,19 @@ def test_read_and_ingest_tokens_open_only_their_own_routes(tmp_path: Path) -> No
         assert get(base, "/v1/verdicts", token=INGEST)[0] == 401  # ingest cannot read
         status, page, headers = get(base, "/", token=None)
         assert status == 401 and headers["WWW-Authenticate"].startswith("Basic")
-        assert get(base, "/", token="leitura-1", basic=True)[0] == 200
+        assert get(base, "/", token="leitura-1-7a4c2e9b0f", basic=True)[0] == 200
         request = urllib.request.Request(  # a read token cannot ingest
             base + "/v1/triples", data=b"{}", method="POST",
-            headers={"Authorization": "Bearer leitura-1", "Content-Type": "application/json"},
+            headers={"Authorization": "Bearer leitura-1-7a4c2e9b0f", "Content-Type": "application/json"},
         )  # fmt: skip
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=20)
         assert refused.value.code == 401
         # a token:app token sees its app only
-        status, page, _ = get(base, "/v1/verdicts?app=rh-bot", token="leitura-sac")
+        status, page, _ = get(base, "/v1/verdicts?app=rh-bot", token="leitura-sac-3b8d1f6a2c")
         assert status == 200 and page["items"] == []
-        assert get(base, "/v1/verdicts/v-00001", token="leitura-sac")[0] == 404
-        assert get(base, "/v1/verdicts/v-00001", token="leitura-1")[0] == 200
+        assert get(base, "/v1/verdicts/v-00001", token="leitura-sac-3b8d1f6a2c")[0] == 404
+        assert get(base, "/v1/verdicts/v-00001", token="leitura-1-7a4c2e9b0f")[0] == 200
 
 
 def test_bad_parameters_are_named(tmp_path: Path) -> None:

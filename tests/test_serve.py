@@ -26,7 +26,7 @@ from tests.test_broker_e2e import broker_url as broker_url  # the fixture, both 
 from veredito.producer import topology
 from veredito.producer.serve import ROUTES, openapi
 
-TOKENS = "tok-a,tok-sac:sac"
+TOKENS = "tok-a-4c1b9e77d2f0,tok-sac-5d2e8a91c3:sac"
 RABBITMQ = BROKERS["rabbitmq"][0]
 TRIPLE = {"query": "Qual o prazo?", "context": ["O prazo é de 7 dias."], "answer": "São 7 dias."}
 
@@ -74,7 +74,7 @@ def call(
     method: str,
     path: str,
     body: bytes | str | Any = None,
-    token: str | None = "tok-a",
+    token: str | None = "tok-a-4c1b9e77d2f0",
     content_type: str = "application/json",
 ) -> tuple[int, Any, dict[str, str]]:
     if body is not None and not isinstance(body, bytes | str):
@@ -149,7 +149,9 @@ def test_triples_route_good_and_bad_input(rabbitmq: str) -> None:
         status, body, _ = call(base, "POST", "/v1/triples", big)
         assert status == 413 and "VEREDITO_INGEST_MAX_BYTES" in body["error"]["message"]
 
-        status, body, _ = call(base, "POST", "/v1/triples", {**TRIPLE, "id": "s1"}, token="tok-sac")
+        status, body, _ = call(
+            base, "POST", "/v1/triples", {**TRIPLE, "id": "s1"}, token="tok-sac-5d2e8a91c3"
+        )
         assert status == 202
 
         status, text, _ = call(base, "GET", "/metrics", token=None)
@@ -220,22 +222,15 @@ def test_health_readiness_and_backpressure(rabbitmq: str) -> None:
     with serving(rabbitmq, VEREDITO_INGEST_MAX_BACKLOG="2") as base:
         assert call(base, "GET", "/healthz", token=None)[0] == 200
         assert call(base, "GET", "/readyz", token=None)[0] == 200
-        status, _, _ = call(
-            base, "POST", "/v1/triples", [TRIPLE, {**TRIPLE, "id": "2"}, {**TRIPLE, "id": "3"}]
-        )
-        assert status == 202
-        deadline = time.monotonic() + 10
-        taken = 0
-        while (result := call(base, "POST", "/v1/triples", {**TRIPLE, "id": f"x{taken}"}))[
-            0
-        ] != 503:
-            assert result[0] == 202 and time.monotonic() < deadline, "no backpressure"
-            taken += 1  # accepted before serve's next look at the queue
-            time.sleep(0.2)
-        status, body, headers = result
+        three = [TRIPLE, {**TRIPLE, "id": "2"}, {**TRIPLE, "id": "3"}]
+        status, body, _ = call(base, "POST", "/v1/triples", three)
+        assert status == 503 and body["error"]["code"] == "backlog_full"  # 0 + 3 > 2
+        assert call(base, "POST", "/v1/triples", three[:2])[0] == 202
+        # what this server queued counts at once, before its next look at the queue
+        status, body, headers = call(base, "POST", "/v1/triples", {**TRIPLE, "id": "x"})
         assert body["error"]["code"] == "backlog_full" and headers["Retry-After"] == "10"
         assert call(base, "GET", "/readyz", token=None)[0] == 503
-    assert len(queued(rabbitmq)) == 3 + taken  # the refused one was not queued
+    assert len(queued(rabbitmq)) == 2  # the refused ones were not queued
 
 
 def test_refuses_to_start_without_tokens() -> None:
@@ -277,7 +272,7 @@ def test_aferiq_eval_client_posts_through_its_decorator(rabbitmq: str) -> None:
     from rageval import cloud
 
     with serving(rabbitmq) as base:
-        dsn = base.replace("http://", "http://tok-sac@") + "/api/v1/traces"
+        dsn = base.replace("http://", "http://tok-sac-5d2e8a91c3@") + "/api/v1/traces"
         aferiq.clear_trace_handlers()
         cloud._reset_for_testing()
         assert aferiq.init(dsn=dsn, redact=False, verbose=False, auto_patch=False)
@@ -432,8 +427,8 @@ def test_produce_map_and_a_token_with_a_preset(rabbitmq: str, tmp_path: Path) ->
         "inputs": {"question": "Q?"},
         "outputs": {"answer": "A.", "source_documents": [{"page_content": "c1"}]},
     }
-    with serving(rabbitmq, VEREDITO_INGEST_TOKENS="lc::langchain") as base:
-        status, body, _ = call(base, "POST", "/v1/triples", langchain, token="lc")
+    with serving(rabbitmq, VEREDITO_INGEST_TOKENS="lc-token-6f1a3c8e2b::langchain") as base:
+        status, body, _ = call(base, "POST", "/v1/triples", langchain, token="lc-token-6f1a3c8e2b")
         assert status == 202 and len(body["accepted"]) == 1
     triples = [e["triple"] for e in queued(rabbitmq)]
     assert [(t["query"], t["context"], t["answer"]) for t in triples] == [("Q?", ["c1"], "A.")] * 2

@@ -478,15 +478,23 @@ def _results(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
-    from aiohttp import web
-
-    from veredito.producer.ingest import Tokens
+    from veredito.producer.guard import HostPolicy, serve_forever
+    from veredito.producer.ingest import TokenError, Tokens
     from veredito.producer.serve import IngestConfig, make_app
 
     tokens = settings.ingest_tokens.get_secret_value() if settings.ingest_tokens else None
+    read_tokens = settings.read_tokens.get_secret_value() if settings.read_tokens else None
+    try:
+        ingest_tokens = Tokens(tokens)
+        reading_tokens = Tokens(read_tokens, "VEREDITO_READ_TOKENS")
+    except TokenError as exc:
+        print(f"veredito: {exc}", file=sys.stderr)
+        return 2
+    loopback = args.host in ("127.0.0.1", "::1", "localhost")
+    open_reads = not reading_tokens
     config = IngestConfig(
         broker_url=settings.broker_url,
-        tokens=Tokens(tokens),
+        tokens=ingest_tokens,
         insecure_no_auth=args.insecure_no_auth,
         max_bytes=settings.ingest_max_bytes,
         max_backlog=settings.ingest_max_backlog,
@@ -494,6 +502,23 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         limits=settings.limits,
         sample_rate=settings.sample_rate,
         dedup=_dedup(settings),
+        max_items=settings.ingest_max_items,
+        otlp_max_spans_per_request=settings.otlp_max_spans_per_request,
+        otlp_max_traces=settings.otlp_max_traces,
+        otlp_max_spans=settings.otlp_max_spans,
+        otlp_max_bytes=settings.otlp_max_bytes,
+        body_timeout=settings.serve_body_timeout,
+        # on loopback, a request that needs no token (open reads, ingest with
+        # --insecure-no-auth) must name a loopback host: DNS rebinding otherwise lets any web
+        # page the operator opens in a browser read or post through it
+        hosts=HostPolicy.from_setting(
+            settings.allowed_hosts,
+            open_reads=loopback
+            and (
+                (open_reads and bool(args.store or settings.store))
+                or (args.insecure_no_auth and not ingest_tokens)
+            ),
+        ),
     )
     review = None
     store_url = args.store or settings.store
@@ -501,6 +526,13 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         from veredito.worker.review import Review
         from veredito.worker.store import SQLStore
 
+        if open_reads and not loopback and not args.insecure_no_auth:
+            print(
+                "veredito: no read tokens: set VEREDITO_READ_TOKENS to serve verdicts on "
+                f"{args.host}, or pass --insecure-no-auth to let anyone read them",
+                file=sys.stderr,
+            )
+            return 2
         store = _open_store(store_url, patience=None)
         if store is None:
             return 2
@@ -512,16 +544,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
                 file=sys.stderr,
             )
             return 2
-        read_tokens = settings.read_tokens.get_secret_value() if settings.read_tokens else None
-        loopback = args.host in ("127.0.0.1", "::1", "localhost")
-        if not read_tokens and not loopback and not args.insecure_no_auth:
-            print(
-                "veredito: no read tokens: set VEREDITO_READ_TOKENS to serve verdicts on "
-                f"{args.host}, or pass --insecure-no-auth to let anyone read them",
-                file=sys.stderr,
-            )
-            return 2
-        review = Review(store, Tokens(read_tokens), open_reads=not read_tokens)
+        review = Review(store, reading_tokens, open_reads=open_reads)
     try:
         app = make_app(config, review=review)
     except ValueError as exc:
@@ -532,20 +555,21 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         parts.append("review page and verdicts API")
     parts.append("ingest" if config.tokens or config.insecure_no_auth else "ingest off")
 
-    def ready(_: str) -> None:
+    def ready() -> None:
         print(
             f"veredito serve: listening on http://{args.host}:{args.port} ({', '.join(parts)})",
             flush=True,
         )
 
-    web.run_app(
-        app,
-        host=args.host,
-        port=args.port,
-        access_log=None,
-        print=ready,
-        shutdown_timeout=settings.shutdown_grace,
-        backlog=2048,
+    asyncio.run(
+        serve_forever(
+            app,
+            args.host,
+            args.port,
+            header_timeout=settings.serve_header_timeout,
+            shutdown_timeout=settings.shutdown_grace,
+            ready=ready,
+        )
     )
     return 0
 

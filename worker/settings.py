@@ -113,6 +113,40 @@ class Settings(BaseSettings):
     ingest_max_backlog: int = Field(
         default=100_000, ge=1, description="serve answers 503 above this many queued triples"
     )
+    ingest_max_items: int = Field(
+        default=1000,
+        ge=1,
+        description="serve: triples (array items or NDJSON lines) one request may carry; more "
+        "is answered 413 before anything is queued",
+    )
+    otlp_max_spans_per_request: int = Field(
+        default=10_000, ge=1, description="serve: spans one OTLP export request may carry"
+    )
+    otlp_max_traces: int = Field(
+        default=10_000, ge=1, description="serve: OTLP traces one token may have waiting"
+    )
+    otlp_max_spans: int = Field(
+        default=50_000, ge=1, description="serve: OTLP spans one token may have waiting"
+    )
+    otlp_max_bytes: int = Field(
+        default=32 * 1024 * 1024,
+        ge=1024,
+        description="serve: estimated bytes of OTLP spans one token may have waiting",
+    )
+    serve_header_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        description="serve: seconds a connection has to send a request's headers, from its "
+        "opening or the end of its previous response (idle keep-alive included)",
+    )
+    serve_body_timeout: float = Field(
+        default=60.0, gt=0, description="serve: seconds a request has to send its body"
+    )
+    allowed_hosts: str | None = Field(
+        default=None,
+        description="serve: Host names (comma-separated, port optional) the page and the read "
+        "API answer when reads are open without a token; default loopback names only",
+    )
 
     sample_rate: float = Field(
         default=1.0, ge=0, le=1, description="produce/serve: share of valid triples kept"

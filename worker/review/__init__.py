@@ -24,6 +24,7 @@ import asyncio
 import base64
 import binascii
 import logging
+import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date, timedelta
@@ -34,11 +35,12 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from veredito.producer.ingest import Grant, Tokens
-from veredito.worker.review.highlight import claim_spans, marked_chunk, segments
+from veredito.worker.review.highlight import claim_spans, marked_chunk, path_segment, segments
 from veredito.worker.store import Filters, SQLStore, StoreUnavailable, parse_when
+from veredito.worker.store.sql import AmbiguousId
 from veredito.worker.verdict import CATEGORIES, VERDICTS
 
-__all__ = ["API_ROUTES", "PAGE_ROUTES", "Review", "add_routes"]
+__all__ = ["API_ROUTES", "PAGE_ROUTES", "BadParameter", "Review", "add_routes"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,7 @@ API_ROUTES = ("/v1/verdicts", "/v1/verdicts/{id}", "/v1/stats")
 PAGE_ROUTES = ("/", "/verdicts/{id}", "/static/review.css")
 STATUSES = ("ok", "rejected", "failed")
 MAX_LIMIT = 500
+CITED_BUDGET = 200_000  # characters of cited excerpts on one answer's page
 PAGE_SIZE = 50
 CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
@@ -109,15 +112,17 @@ def _json_error(status: int, code: str, message: str, **headers: str) -> web.Res
     )
 
 
-def _grant(request: web.Request) -> Grant | None:
-    """What a read token grants; None when the request may not read."""
+def _grant(request: web.Request, *, page: bool = False) -> Grant | None:
+    """What a read token grants; None when the request may not read. The JSON API takes only
+    ``Authorization: Bearer``; the page also takes HTTP Basic (the token as the password), which
+    a browser remembers and sends by itself, so the API must not accept it."""
     review = request.app[REVIEW]
     header = request.headers.get("Authorization", "")
     scheme, _, value = header.partition(" ")
-    if scheme.lower() == "basic":
+    if page and scheme.lower() == "basic":
         try:
             decoded = base64.b64decode(value.strip(), validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
+        except (binascii.Error, ValueError):  # not base64, not ASCII, not UTF-8
             decoded = ""
         header = f"Bearer {decoded.partition(':')[2]}"
     if review.tokens:
@@ -126,9 +131,20 @@ def _grant(request: web.Request) -> Grant | None:
     return Grant() if review.open_reads else None
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _clean(name: str, value: str) -> str:
+    """A parameter's value, or :class:`BadParameter` for one with a control character (NUL
+    cannot even be sent to PostgreSQL)."""
+    if _CONTROL.search(value):
+        raise BadParameter(name, "contains a control character")
+    return value
+
+
 def _filters(query: Any, grant: Grant) -> Filters:
     def one(name: str, allowed: tuple[str, ...] | None = None) -> str | None:
-        value = str(query.get(name, "")).strip()
+        value = _clean(name, str(query.get(name, ""))).strip()
         if not value:
             return None
         if allowed is not None and value not in allowed:
@@ -143,8 +159,9 @@ def _filters(query: Any, grant: Grant) -> Filters:
         value = one(name)
         try:
             times[name] = parse_when(value) if value else None
-        except ValueError as exc:
-            raise BadParameter(name, str(exc)) from None
+        except (ValueError, OverflowError) as exc:
+            message = str(exc) if isinstance(exc, ValueError) else "out of range"
+            raise BadParameter(name, message) from None
     app = one("app")
     if grant.app is not None:
         app = grant.app  # a token for one app sees that app only
@@ -160,10 +177,10 @@ def _filters(query: Any, grant: Grant) -> Filters:
 
 
 def _limit(query: Any) -> int:
-    raw = query.get("limit", "").strip()
+    raw = _clean("limit", query.get("limit", "")).strip()
     if not raw:
         return PAGE_SIZE
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= MAX_LIMIT:
         raise BadParameter("limit", f"a whole number from 1 to {MAX_LIMIT}")
     return int(raw)
 
@@ -209,7 +226,7 @@ async def api_list(request: web.Request) -> web.Response:
     try:
         filters = _filters(request.query, grant)
         limit = _limit(request.query)
-        cursor = request.query.get("cursor") or None
+        cursor = _clean("cursor", request.query.get("cursor", "")) or None
         store = request.app[REVIEW].store
         page = await _call(request, store.list_verdicts, filters, cursor=cursor, limit=limit)
     except BadParameter as exc:
@@ -221,14 +238,33 @@ async def api_list(request: web.Request) -> web.Response:
     return web.json_response({"items": page.items, "next_cursor": page.next_cursor})
 
 
+def _key(request: web.Request, grant: Grant) -> tuple[str, str | None]:
+    """The (id, app) a request for one verdict names: a ``token:app`` token's app, else the
+    ``app`` parameter (``app=`` empty: the verdicts that name no app), else any app."""
+    verdict_id = _clean("id", request.match_info["id"])
+    if grant.app is not None:
+        return verdict_id, grant.app
+    if "app" in request.query:
+        return verdict_id, _clean("app", request.query["app"]).strip()
+    return verdict_id, None
+
+
 async def api_get(request: web.Request) -> web.Response:
     grant = _api_grant(request)
     if isinstance(grant, web.Response):
         return grant
+    verdict_id, app = _key(request, grant)
     try:
-        verdict = await _call(request, request.app[REVIEW].store.get, request.match_info["id"])
+        verdict = await _call(request, request.app[REVIEW].store.get, verdict_id, app)
     except StoreUnavailable as exc:
         return _unavailable(exc)
+    except AmbiguousId as exc:
+        return _json_error(
+            409,
+            "ambiguous_id",
+            f"{len(exc.apps)} apps have a verdict with this id: name one with ?app= "
+            f"({', '.join(repr(a) for a in exc.apps)})",
+        )
     verdict = _visible(verdict, grant)
     if verdict is None:
         return _json_error(404, "not_found", "no verdict with this id")
@@ -276,6 +312,7 @@ def _environment() -> Any:
     env.filters["pct"] = lambda part, whole: f"{100 * part / whole:.1f}".replace(".", ",") + " %"
     env.filters["num"] = lambda value: f"{value:.2f}".replace(".", ",")
     env.filters["when"] = lambda text: str(text or "")[:19].replace("T", " ") + " UTC"
+    env.filters["segment"] = path_segment
     return env
 
 
@@ -313,7 +350,7 @@ def _store_away_page() -> web.Response:
 
 
 def _page_grant(request: web.Request) -> Grant | web.Response:
-    grant = _grant(request)
+    grant = _grant(request, page=True)
     if grant is None:
         return _render(
             "error.html",
@@ -384,11 +421,11 @@ async def page_list(request: web.Request) -> web.Response:
                 raise BadParameter(name, f"{day!r} não é uma data (AAAA-MM-DD)") from None
             if name == "de":
                 query["since"] = chosen.isoformat()
-            else:  # "até" includes the day chosen
+            elif chosen < date.max:  # "até" includes the day chosen
                 query["until"] = (chosen + timedelta(days=1)).isoformat()
         filters = _filters(query, grant)
         store = request.app[REVIEW].store
-        cursor = request.query.get("cursor") or None
+        cursor = _clean("cursor", request.query.get("cursor", "")) or None
         page = await _call(request, store.list_verdicts, filters, cursor=cursor, limit=PAGE_SIZE)
         stats = await _call(request, store.stats, filters)
     except (BadParameter, ValueError) as exc:
@@ -426,12 +463,15 @@ def _claims_view(verdict: dict[str, Any]) -> tuple[list[Any], list[dict[str, Any
     texts = [_text(c.get("text")) for c in claims]
     spans = claim_spans(answer, texts) if answer else {}
     views = []
+    budget = CITED_BUDGET  # excerpt characters on one page; past it a claim names its chunk only
     for index, claim in enumerate(claims):
         label = _text(claim.get("verdict"))
         chunk_idx = claim.get("chunk_idx")
         cited = None
         if isinstance(chunk_idx, int) and 0 <= chunk_idx < len(context):
-            cited = {"index": chunk_idx, "segments": marked_chunk(context[chunk_idx], texts[index])}
+            marked = marked_chunk(context[chunk_idx], texts[index]) if budget > 0 else []
+            budget -= sum(len(s.text) for s in marked)
+            cited = {"index": chunk_idx, "segments": marked}
         category = _text(claim.get("category"))
         views.append(
             {
@@ -451,16 +491,28 @@ async def page_verdict(request: web.Request) -> web.Response:
     grant = _page_grant(request)
     if isinstance(grant, web.Response):
         return grant
+    verdict_id, app = _key(request, grant)
     try:
-        verdict = await _call(request, request.app[REVIEW].store.get, request.match_info["id"])
+        verdict = await _call(request, request.app[REVIEW].store.get, verdict_id, app)
     except StoreUnavailable:
         return _store_away_page()
+    except AmbiguousId as exc:
+        return _render(
+            "ambiguous.html", 409, title="Id de várias aplicações", verdict_id=verdict_id,
+            apps=exc.apps,
+        )  # fmt: skip
     verdict = _visible(verdict, grant)
     if verdict is None:
         return _render(
             "error.html", 404, title="Veredito não encontrado",
             message="Nenhum veredito com este id.",
         )  # fmt: skip
+    # highlighting and rendering are CPU work in proportion to the answer: off the event loop
+    response: web.Response = await _call(request, _verdict_page, verdict)
+    return response
+
+
+def _verdict_page(verdict: dict[str, Any]) -> web.Response:
     answer_segments, claims, has_input = _claims_view(verdict)
     given = _dict(verdict.get("input"))
     findings = [f for f in _list(verdict.get("rule_findings")) if isinstance(f, dict)]
@@ -580,8 +632,13 @@ def openapi_part() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
                 "summary": "One verdict",
                 "security": security,
                 "parameters": [
-                    {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
-                ],
+                    {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}},
+                    param(
+                        "app",
+                        "the app whose verdict this is (ids are per app; empty: the "
+                        "verdicts that name none); a token:app read token forces its app",
+                    ),
+                ],  # fmt: skip
                 "responses": {
                     "200": {
                         "description": "the verdict (spec §6)",
@@ -589,6 +646,7 @@ def openapi_part() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
                     },
                     "401": errors["401"],
                     "404": error("no verdict with this id (or not of the token's app)"),
+                    "409": error("several apps have a verdict with this id: name one with app"),
                     "503": errors["503"],
                 },
             }
