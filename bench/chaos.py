@@ -315,7 +315,7 @@ def run_chaos(config: ChaosConfig) -> ChaosReport:
         import psycopg
         from psycopg.conninfo import conninfo_to_dict
 
-        from veredito.worker.store import open_store
+        from veredito.store import open_store
 
         target = conninfo_to_dict(config.store)
         admin = {**target, "dbname": "postgres"}

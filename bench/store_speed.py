@@ -39,10 +39,10 @@ if str(ROOT) not in sys.path:
 from bench import corpus  # noqa: E402
 from veredito.producer import topology  # noqa: E402
 from veredito.producer.confirms import Publisher  # noqa: E402
+from veredito.store import Filters, SQLStore, open_store  # noqa: E402
 from veredito.worker.judges.rules import RulesJudge  # noqa: E402
 from veredito.worker.pipeline import Pipeline  # noqa: E402
 from veredito.worker.publish import verdict_message  # noqa: E402
-from veredito.worker.store import Filters, SQLStore, open_store  # noqa: E402
 
 PG_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 PG_BENCH = "postgresql://postgres@127.0.0.1:5432/veredito_bench"

@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.llm_server import ServerThread
-from veredito.worker.cli import main
+from veredito.cli import main
 
 EXAMPLES = ROOT / "examples" / "triples.jsonl"
 

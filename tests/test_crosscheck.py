@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from tests.conftest import ROOT
 from tests.llm_server import ServerThread
-from veredito.worker.cli import main
+from veredito.cli import main
 from veredito.worker.judges import build_judge, new_session
 from veredito.worker.metrics import Metrics
 from veredito.worker.pipeline import Pipeline

@@ -13,8 +13,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from veredito.worker.review import highlight
-from veredito.worker.review.highlight import (
+from veredito.web.highlight import (
     EXCERPT_CHARS,
     MAX_CANDIDATES,
     ChunkWords,
@@ -24,6 +23,7 @@ from veredito.worker.review.highlight import (
     path_segment,
     segments,
 )
+from veredito.web import highlight
 from veredito.worker.rules.text import STOPWORDS, fold
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -413,7 +413,7 @@ def test_path_segment_encodes_what_would_break_a_path() -> None:
 
 def test_the_pages_link_ids_as_one_segment_and_isolate_user_text() -> None:
     jinja2 = pytest.importorskip("jinja2")
-    from veredito.worker.review import _environment
+    from veredito.web.review import _environment
 
     env = _environment()
     assert isinstance(env, jinja2.Environment)

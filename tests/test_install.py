@@ -44,10 +44,12 @@ def test_wheel_installs_one_top_level_package(wheel: Path) -> None:
         "veredito/worker/rules/data/municipios.tsv",
         "veredito/prompts/claims.pt-BR.txt",
         "veredito/prompts/faithfulness.pt-BR.txt",
-        "veredito/worker/store/migrations/sqlite/0001_verdicts.sql",
-        "veredito/worker/store/migrations/postgresql/0002_review.sql",
-        "veredito/worker/review/templates/verdict.html",
-        "veredito/worker/review/static/review.css",
+        "veredito/cli.py",
+        "veredito/store/migrations/sqlite/0001_verdicts.sql",
+        "veredito/store/migrations/postgresql/0003_tenant_ids.sql",
+        "veredito/web/app.py",
+        "veredito/web/templates/verdict.html",
+        "veredito/web/static/review.css",
     ):
         assert expected in names, expected
     assert not any(name.startswith(("tests/", "bench/")) for name in names)
@@ -64,7 +66,7 @@ def test_console_script_points_into_the_package(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         (entry_points,) = [n for n in archive.namelist() if n.endswith("entry_points.txt")]
         text = archive.read(entry_points).decode()
-    assert "veredito = veredito.worker.cli:main" in text
+    assert "veredito = veredito.cli:main" in text
     assert "[pytest11]" in text and "veredito = veredito.pytest_plugin" in text
 
 
@@ -226,7 +228,10 @@ def test_a_plain_install_serves_http(bare_venv: Path, tmp_path: Path) -> None:
         request = urllib.request.Request(
             base + "/v1/traces",
             data=json.dumps({"resourceSpans": []}).encode(),
-            headers={"Authorization": "Bearer t", "Content-Type": "application/json"},
+            headers={
+                "Authorization": "Bearer install-token-3e9b1c7a",
+                "Content-Type": "application/json",
+            },
         )
         assert urllib.request.urlopen(request, timeout=10).status == 200
     finally:

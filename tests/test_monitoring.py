@@ -163,7 +163,7 @@ def test_latest_hallucinated_answers_table_runs_on_the_store(pg_url: str) -> Non
     """The table panel's SQL, with Grafana's macros expanded as Grafana does, on a real
     PostgreSQL store; its datasource is the provisioned one, and each id links to the page."""
     from tests.test_store import make_verdict
-    from veredito.worker.store import open_store
+    from veredito.store import open_store
 
     dashboard = json.loads(DASHBOARD.read_text())
     [panel] = [p for p in dashboard["panels"] if p["title"] == "Latest hallucinated answers"]

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.llm_server import ServerThread
+from veredito.cli import main
 from veredito.producer.triple import Triple
-from veredito.worker.cli import main
 from veredito.worker.privacy import find_personal, mask_triple
 
 CPF_A = "529.982.247-25"  # valid check digits

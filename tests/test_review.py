@@ -22,7 +22,7 @@ import pytest
 from tests.conftest import ROOT
 from tests.test_serve import free_port
 from tests.test_store import make_verdict
-from veredito.worker.store import open_store
+from veredito.store import open_store
 from veredito.worker.verdict import Claim, RuleFinding, TripleInput, Verdict
 
 READ = "leitura-1-7a4c2e9b0f,leitura-sac-3b8d1f6a2c:sac-bot"

@@ -20,7 +20,7 @@ import pytest
 
 from tests.conftest import IN_CI, ROOT
 from tests.test_review import hostile_verdict, reading
-from veredito.worker.store import open_store
+from veredito.store import open_store
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")

@@ -511,7 +511,7 @@ def test_findings_carry_operands_only_when_derived() -> None:
 
 
 def test_calibrate_by_verdict_shows_the_claim_confusion(capsys: pytest.CaptureFixture[str]) -> None:
-    from veredito.worker.cli import main
+    from veredito.cli import main
 
     code = main(
         ["calibrate", str(ROOT / "tests/data/holdout.jsonl"), "--judge", "rules", "--by-verdict"]

@@ -24,7 +24,7 @@ from tests.conftest import ROOT, require_service
 from tests.test_broker_e2e import BROKERS, reset_broker, running_worker
 from tests.test_broker_e2e import broker_url as broker_url  # the fixture, both brokers
 from veredito.producer import topology
-from veredito.producer.serve import ROUTES, openapi
+from veredito.web.app import ROUTES, openapi
 
 TOKENS = "tok-a-4c1b9e77d2f0,tok-sac-5d2e8a91c3:sac"
 RABBITMQ = BROKERS["rabbitmq"][0]

@@ -30,7 +30,7 @@ from tests.conftest import ROOT, wait_until
 from tests.test_broker_e2e import running_worker
 from tests.test_serve import call, free_port, queued
 from tests.test_serve import rabbitmq as rabbitmq  # the fixture
-from veredito.worker.store import open_store
+from veredito.store import open_store
 from veredito.worker.verdict import Claim, TripleInput, Verdict
 
 TOKEN_A = "tenant-a-token-7Qm2xK9p"
@@ -371,7 +371,9 @@ def test_a_long_answer_page_shows_fast_and_never_holds_up_healthz(tmp_path: Path
                 started = time.perf_counter()
                 status, html, _ = call(s.base, "GET", link, token=None)
                 timings.append(time.perf_counter() - started)
-                assert status == 200 and html.count('aria-describedby="l') == 8000  # every claim located
+                assert (
+                    status == 200 and html.count('aria-describedby="l') == 8000
+                )  # every claim located
         assert min(timings) < 1.0, timings  # the 256 KiB answer page, in under a second
         assert health.slowest < 0.05, health.slowest
 

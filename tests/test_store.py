@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from veredito.worker.store import Filters, SQLStore, StoreError, open_store
-from veredito.worker.store.sql import SCHEMA_VERSION, AmbiguousId, decode_cursor, open_sql_store
+from veredito.store import Filters, SQLStore, StoreError, open_store
+from veredito.store.sql import SCHEMA_VERSION, AmbiguousId, decode_cursor, open_sql_store
 from veredito.worker.verdict import CATEGORIES, Claim, TripleInput, Verdict
 
 NOW = datetime(2026, 11, 30, 14, 5, tzinfo=UTC)

@@ -16,8 +16,8 @@ from tests.conftest import IN_CI, ROOT, require_service, wait_until
 from tests.test_broker_e2e import BROKERS, reset_broker
 from tests.test_store import make_verdict
 from veredito.producer import topology
+from veredito.store import Filters, open_store
 from veredito.worker.publish import verdict_message, verdict_publisher
-from veredito.worker.store import Filters, open_store
 
 RABBITMQ = BROKERS["rabbitmq"][0]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from veredito.worker.cli import main
+from veredito.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

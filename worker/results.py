@@ -26,7 +26,7 @@ from kombu import Connection, Message
 from kombu.exceptions import OperationalError
 
 from veredito.producer import topology
-from veredito.worker.store import Store, StoreUnavailable, open_store
+from veredito.store import Store, StoreUnavailable, open_store
 
 __all__ = ["ResultsSink", "collect"]
 

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from veredito.producer.reader import InputLine
+from veredito.store import Store, StoreUnavailable
 from veredito.worker.judges import build_judge, build_spending, new_session
 from veredito.worker.metrics import Metrics
 from veredito.worker.pipeline import Outcome, Pipeline
 from veredito.worker.settings import Settings
-from veredito.worker.store import Store, StoreUnavailable
 from veredito.worker.verdict import CATEGORIES, VERDICTS, Verdict
 
 __all__ = [

@@ -26,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from veredito.worker.store.base import (
+from veredito.store.base import (
     ClaimRow,
     Filters,
     Page,
@@ -53,7 +53,7 @@ _PG_LOCK = 7_465_102_301  # pg_advisory_xact_lock key for migrations
 
 def migrations(dialect: str) -> list[tuple[int, str, str]]:
     """(version, name, SQL) of every migration file of ``dialect``, in order."""
-    folder = resources.files("veredito.worker.store").joinpath("migrations", dialect)
+    folder = resources.files("veredito.store").joinpath("migrations", dialect)
     found = []
     for entry in folder.iterdir():
         match = _FILE.match(entry.name)

@@ -35,9 +35,9 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from veredito.producer.ingest import Grant, Tokens
-from veredito.worker.review.highlight import claim_spans, marked_chunk, path_segment, segments
-from veredito.worker.store import Filters, SQLStore, StoreUnavailable, parse_when
-from veredito.worker.store.sql import AmbiguousId
+from veredito.store import Filters, SQLStore, StoreUnavailable, parse_when
+from veredito.store.sql import AmbiguousId
+from veredito.web.highlight import claim_spans, marked_chunk, path_segment, segments
 from veredito.worker.verdict import CATEGORIES, VERDICTS
 
 __all__ = ["API_ROUTES", "PAGE_ROUTES", "BadParameter", "Review", "add_routes"]
@@ -292,7 +292,7 @@ def _environment() -> Any:
     except ImportError:  # pragma: no cover - depends on the install
         raise RuntimeError("the review page needs Jinja2: pip install 'veredito[serve]'") from None
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("veredito.worker.review", "templates"),
+        loader=jinja2.PackageLoader("veredito.web", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -546,7 +546,7 @@ def _verdict_page(verdict: dict[str, Any]) -> web.Response:
 
 
 async def stylesheet(request: web.Request) -> web.Response:
-    css = resources.files("veredito.worker.review").joinpath("static", "review.css").read_text()
+    css = resources.files("veredito.web").joinpath("static", "review.css").read_text()
     return web.Response(
         text=css, content_type="text/css", headers={"Cache-Control": "max-age=3600"}
     )
@@ -638,7 +638,7 @@ def openapi_part() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
                         "the app whose verdict this is (ids are per app; empty: the "
                         "verdicts that name none); a token:app read token forces its app",
                     ),
-                ],  # fmt: skip
+                ],
                 "responses": {
                     "200": {
                         "description": "the verdict (spec §6)",

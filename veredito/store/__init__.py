@@ -11,7 +11,7 @@ review page (:meth:`SQLStore.list_verdicts`, :meth:`SQLStore.get`, :meth:`SQLSto
 
 from __future__ import annotations
 
-from veredito.worker.store.base import (
+from veredito.store.base import (
     Filters,
     Page,
     Store,
@@ -19,8 +19,8 @@ from veredito.worker.store.base import (
     StoreUnavailable,
     parse_when,
 )
-from veredito.worker.store.files import FileStore
-from veredito.worker.store.sql import SQLStore, open_sql_store
+from veredito.store.files import FileStore
+from veredito.store.sql import SQLStore, open_sql_store
 
 __all__ = [
     "FileStore",

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from veredito.worker.store.base import app_of
+from veredito.store.base import app_of
 
 __all__ = ["FileStore", "known_ids"]
 

@@ -23,11 +23,11 @@ from veredito.worker.logs import configure_logging
 if TYPE_CHECKING:
     from veredito.producer.mapping import Mapper
     from veredito.producer.sampling import Dedup
+from veredito.store import StoreUnavailable
 from veredito.worker.settings import Settings
-from veredito.worker.store import StoreUnavailable
 
 if TYPE_CHECKING:
-    from veredito.worker.store import Store
+    from veredito.store import Store
 
 __all__ = ["main"]
 
@@ -222,7 +222,7 @@ def _open_store(url: str, patience: float | None = 60.0) -> Store | None:
     ``patience`` seconds (None: until it answers, or a signal stops the process)."""
     import time
 
-    from veredito.worker.store import StoreError, open_store
+    from veredito.store import StoreError, open_store
 
     deadline = None if patience is None else time.monotonic() + patience
     delay = 0.5
@@ -478,9 +478,10 @@ def _results(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
-    from veredito.producer.guard import HostPolicy, serve_forever
     from veredito.producer.ingest import TokenError, Tokens
-    from veredito.producer.serve import IngestConfig, make_app
+    from veredito.producer.serve import IngestConfig
+    from veredito.web.app import make_app
+    from veredito.web.guard import HostPolicy, serve_forever
 
     tokens = settings.ingest_tokens.get_secret_value() if settings.ingest_tokens else None
     read_tokens = settings.read_tokens.get_secret_value() if settings.read_tokens else None
@@ -523,8 +524,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     review = None
     store_url = args.store or settings.store
     if store_url:
-        from veredito.worker.review import Review
-        from veredito.worker.store import SQLStore
+        from veredito.store import SQLStore
+        from veredito.web.review import Review
 
         if open_reads and not loopback and not args.insecure_no_auth:
             print(
