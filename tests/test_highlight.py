@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from veredito.web import highlight
 from veredito.web.highlight import (
     EXCERPT_CHARS,
     MAX_CANDIDATES,
@@ -23,7 +24,6 @@ from veredito.web.highlight import (
     path_segment,
     segments,
 )
-from veredito.web import highlight
 from veredito.worker.rules.text import STOPWORDS, fold
 
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
