@@ -147,7 +147,16 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--limit", type=int, help="replay at most this many")
 
     calibrate = sub.add_parser("calibrate", help="precision, recall and F1 on a labelled set")
-    calibrate.add_argument("labelled", help="JSONL of triples with labels (spec §12)")
+    calibrate.add_argument("labelled", nargs="?", help="JSONL of triples with labels (spec §12)")
+    calibrate.add_argument(
+        "--from-store",
+        metavar="URL",
+        help="measure the stored verdicts against reviewers' labels instead (spec §16): the "
+        "agreement of GET /v1/agreement, from the uniform slice",
+    )
+    calibrate.add_argument("--app", help="with --from-store: one app")
+    calibrate.add_argument("--since", help="with --from-store: verdicts since (7d, ISO 8601)")
+    calibrate.add_argument("--until", help="with --from-store: verdicts before")
     calibrate.add_argument("--judge", choices=["auto", "llm", "rules"], help="default: auto")
     calibrate.add_argument("--prompts", help="claims,faithfulness (default both)")
     calibrate.add_argument("--concurrency", type=int, help="evaluations in flight")
@@ -156,6 +165,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--by-verdict",
         action="store_true",
         help="claims by gold and predicted verdict (grounded, partial, invented, contradicted)",
+    )
+    labels = sub.add_parser("labels", help="reviewers' labels (spec §16)")
+    labels_sub = labels.add_subparsers(dest="labels_command", required=True)
+    export = labels_sub.add_parser(
+        "export", help="reviewed answers as a labelled set (spec §12), corrections applied"
+    )
+    export.add_argument("--from", dest="source", required=True, help="the store's URL")
+    export.add_argument("--to", dest="target", required=True, help="the JSONL file to write")
+    export.add_argument("--app", help="one app")
+    export.add_argument("--since", help="verdicts since (7d, ISO 8601)")
+    export.add_argument("--until", help="verdicts before")
+    export.add_argument(
+        "--slice",
+        choices=["all", "uniform"],
+        default="all",
+        help="every reviewed answer (default), or those of the uniform slice only",
     )
     return parser
 
@@ -202,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         "calibrate": _calibrate,
         "replay": _replay,
         "serve": _serve,
+        "labels": _labels,
     }
     return handler[args.command](args, settings)
 
@@ -482,12 +508,15 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from veredito.producer.serve import IngestConfig
     from veredito.web.app import make_app
     from veredito.web.guard import HostPolicy, serve_forever
+    from veredito.web.labels import ReviewTokens
 
     tokens = settings.ingest_tokens.get_secret_value() if settings.ingest_tokens else None
     read_tokens = settings.read_tokens.get_secret_value() if settings.read_tokens else None
+    review_spec = settings.review_tokens.get_secret_value() if settings.review_tokens else None
     try:
         ingest_tokens = Tokens(tokens)
         reading_tokens = Tokens(read_tokens, "VEREDITO_READ_TOKENS")
+        reviewers = ReviewTokens(review_spec)
     except TokenError as exc:
         print(f"veredito: {exc}", file=sys.stderr)
         return 2
@@ -545,7 +574,20 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
                 file=sys.stderr,
             )
             return 2
-        review = Review(store, reading_tokens, open_reads=open_reads)
+        review = Review(
+            store,
+            reading_tokens,
+            open_reads=open_reads,
+            reviewers=reviewers,
+            sample_share=settings.review_sample,
+            teach_every=settings.review_teach_every,
+            window=settings.review_window,
+            refresh_seconds=settings.review_refresh,
+            precision_floor=settings.review_precision_floor,
+            min_labels=settings.review_min_labels,
+        )
+        if settings.session_secret is not None:
+            review.session_secret = settings.session_secret.get_secret_value().encode()
     try:
         app = make_app(config, review=review)
     except ValueError as exc:
@@ -592,6 +634,11 @@ def _calibrate(args: argparse.Namespace, settings: Settings) -> int:
     from veredito.worker.calibrate import LabelledSetError, calibrate
     from veredito.worker.judges import JudgeNotConfigured
 
+    if args.from_store:
+        return _calibrate_from_store(args, settings)
+    if not args.labelled:
+        print("veredito: calibrate needs a labelled file or --from-store URL", file=sys.stderr)
+        return 2
     try:
         report = calibrate(args.labelled, settings)
     except OSError as exc:
@@ -606,6 +653,94 @@ def _calibrate(args: argparse.Namespace, settings: Settings) -> int:
         print(report.by_verdict(), end="")
     else:
         print(report.table(), end="")
+    return 0
+
+
+def _review_filters(args: argparse.Namespace) -> Any:
+    from veredito.store import Filters, parse_when
+
+    times = {}
+    for name in ("since", "until"):
+        value = getattr(args, name, None)
+        try:
+            times[name] = parse_when(value) if value else None
+        except (ValueError, OverflowError) as exc:
+            raise ValueError(f"--{name}: {exc}") from None
+    return Filters(app=args.app, since=times["since"], until=times["until"])
+
+
+def _open_sql(url: str) -> Any:
+    from veredito.store import SQLStore
+
+    store = _open_store(url, patience=None)
+    if store is None:
+        return None
+    if not isinstance(store, SQLStore):
+        store.close()
+        print("veredito: labels live in a database store (sqlite:/// or postgresql://)",
+              file=sys.stderr)  # fmt: skip
+        return None
+    return store
+
+
+def _calibrate_from_store(args: argparse.Namespace, settings: Settings) -> int:
+    import json
+
+    from veredito.labels import agreement_table
+    from veredito.web.labels import agreement_of
+
+    try:
+        filters = _review_filters(args)
+    except ValueError as exc:
+        print(f"veredito: {exc}", file=sys.stderr)
+        return 2
+    store = _open_sql(args.from_store)
+    if store is None:
+        return 2
+    judge = args.judge if args.judge in ("llm", "rules") else None
+    try:
+        result = agreement_of(store, filters, judge, settings.review_sample)
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, indent=2))
+    else:
+        print(agreement_table(result), end="")
+    return 0
+
+
+def _labels(args: argparse.Namespace, settings: Settings) -> int:
+    import json
+    import os
+
+    from veredito.labels import labelled_record
+
+    try:
+        filters = _review_filters(args)
+    except ValueError as exc:
+        print(f"veredito: {exc}", file=sys.stderr)
+        return 2
+    store = _open_sql(args.source)
+    if store is None:
+        return 2
+    try:
+        reviewed = store.labelled(filters)
+    finally:
+        store.close()
+    target = Path(args.target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    written = 0
+    partial = target.with_name(target.name + ".partial")
+    with partial.open("w", encoding="utf-8") as out:
+        for verdict, rows, key in reviewed:
+            if args.slice == "uniform" and key >= settings.review_sample:
+                continue
+            out.write(json.dumps(labelled_record(verdict, rows), ensure_ascii=False) + "\n")
+            written += 1
+        out.flush()
+        os.fsync(out.fileno())
+    partial.replace(target)  # a reader never sees half a file
+    print(f"wrote {written} reviewed answers to {target}", file=sys.stderr)
     return 0
 
 

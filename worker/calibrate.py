@@ -206,7 +206,7 @@ def score(records: Sequence[dict[str, Any]], verdicts: Sequence[Verdict]) -> Rep
             report.errors.append(
                 {
                     "id": record.get("id"),
-                    "line": record["_line"],
+                    "line": record.get("_line"),
                     "gold": sorted(gold_categories),
                     "predicted": sorted(predicted_categories),
                 }

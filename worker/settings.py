@@ -179,6 +179,41 @@ class Settings(BaseSettings):
         description="serve: tokens for the verdicts API and review page (token or token:app, "
         "comma-separated); separate from the ingest tokens",
     )
+    review_tokens: SecretStr | None = Field(
+        default=None,
+        description="serve: tokens that write labels, token:reviewer or token:reviewer:app "
+        "(labels that app only), comma-separated",
+    )
+    review_sample: float = Field(
+        default=0.05,
+        gt=0,
+        le=1,
+        description="serve: share of answers in the review queue's uniform slice (by a hash of "
+        "app and id); the agreement is measured on it",
+    )
+    review_teach_every: int = Field(
+        default=4, ge=0, description="serve: every n-th answer of the queue is chosen to teach"
+    )
+    review_window: str = Field(
+        default="30d", description="serve: the period of the precision gauges (1h, 7d, 30d …)"
+    )
+    review_refresh: float = Field(
+        default=60.0, gt=0, le=60, description="serve: seconds between precision refreshes"
+    )
+    review_precision_floor: float = Field(
+        default=0.7,
+        ge=0,
+        le=1,
+        description="serve: the alert fires when a category's precision interval lies below",
+    )
+    review_min_labels: int = Field(
+        default=30, ge=1, description="serve: labels a precision must rest on before it alerts"
+    )
+    session_secret: SecretStr | None = Field(
+        default=None,
+        description="serve: key that signs the review page's session cookies (several serve "
+        "replicas need the same one); default a random key per process",
+    )
     log_level: str = "INFO"
 
     @field_validator("prompts", mode="before")

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
+from veredito.labels import sample_key
+
 __all__ = [
     "ClaimRow",
     "Filters",
@@ -20,6 +22,7 @@ __all__ = [
     "app_of",
     "parse_when",
     "rows_of",
+    "sample_key",
     "timestamp",
 ]
 
@@ -103,7 +106,7 @@ def _evaluated_at(value: Any) -> str:
 
 
 # id, app, status, hallucinated, score, faithfulness_score, judge_kind, judge_model,
-# evaluated_at, categories, body
+# evaluated_at, categories, body, sample_key
 VerdictRow = tuple[
     str,
     str,
@@ -116,6 +119,7 @@ VerdictRow = tuple[
     str,
     str | None,
     str,
+    float,
 ]
 # verdict_id, position, text, verdict, category, chunk_idx, source, app
 ClaimRow = tuple[str, int, str, str, str | None, int | None, str | None, str]
@@ -168,6 +172,7 @@ def rows_of(body: bytes) -> tuple[VerdictRow, list[ClaimRow]] | None:
         _evaluated_at(verdict.get("evaluated_at")),
         " ".join(sorted(str(c) for c in categories)) or None,
         body.decode("utf-8", "replace"),
+        sample_key(app, verdict_id),
     )
     claims: list[ClaimRow] = []
     raw_claims = verdict.get("claims")

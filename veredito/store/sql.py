@@ -19,13 +19,15 @@ import logging
 import re
 import sqlite3
 import threading
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from veredito.labels import Label
 from veredito.store.base import (
     ClaimRow,
     Filters,
@@ -35,6 +37,7 @@ from veredito.store.base import (
     VerdictRow,
     parse_when,
     rows_of,
+    sample_key,
     timestamp,
 )
 
@@ -45,7 +48,7 @@ log = logging.getLogger(__name__)
 _FILE = re.compile(r"^(\d{4})_(\w+)\.sql$")
 _VERDICT_COLUMNS = (
     "id, app, status, hallucinated, score, faithfulness_score, judge_kind, judge_model, "
-    "evaluated_at, categories, body"
+    "evaluated_at, categories, body, sample_key"
 )
 _CLAIM_COLUMNS = "verdict_id, position, text, verdict, category, chunk_idx, source, app"
 _PG_LOCK = 7_465_102_301  # pg_advisory_xact_lock key for migrations
@@ -195,11 +198,28 @@ class SQLStore:
                 continue
             for statement in _statements(text):
                 conn.execute(statement)
+            if version == 4:
+                self._fill_sample_keys(conn)
             conn.execute(
                 self.sql("INSERT INTO schema_version (version, name) VALUES (%s, %s)"),
                 (version, name),
             )
             log.info("store schema migrated to version %d (%s)", version, name)
+
+    def _fill_sample_keys(self, conn: Any) -> None:
+        """Schema 4: the uniform slice's key of every verdict already stored."""
+        rows = conn.execute("SELECT app, id FROM verdicts WHERE sample_key IS NULL").fetchall()
+        update = self.sql("UPDATE verdicts SET sample_key = %s WHERE app = %s AND id = %s")
+        for start in range(0, len(rows), 5000):
+            part = rows[start : start + 5000]
+            params = [(sample_key(app, verdict_id), app, verdict_id) for app, verdict_id in part]
+            if self.dialect == "sqlite":
+                conn.executemany(update, params)
+            else:
+                with conn.cursor() as cur:
+                    cur.executemany(update, params)
+        if rows:
+            log.info("uniform-slice keys given to %d stored verdicts", len(rows))
 
     # -- writes ---------------------------------------------------------------------------------
     def write(self, verdicts: Sequence[bytes]) -> tuple[int, int]:
@@ -375,6 +395,282 @@ class SQLStore:
             "by_verdict": {str(k): int(n) for k, n in sorted(by_verdict)},
         }
 
+    # -- labels (spec §16) -----------------------------------------------------------------------
+    def _tx(self, conn: Any) -> Any:
+        raise NotImplementedError
+
+    def _bool_out(self, value: Any) -> bool | None:
+        return None if value is None else bool(value)
+
+    def add_labels(
+        self, app: str, verdict_id: str, reviewer: str, labels: Sequence[Label]
+    ) -> dict[str, Any] | None:
+        """Append one submission's labels; the stored submission, or None when the store has no
+        verdict (app, id). One transaction: all its rows or none."""
+        submission = uuid.uuid4().hex
+        created = timestamp(datetime.now(UTC))
+        rows = [
+            (submission, app, verdict_id, label.kind, label.claim_idx, reviewer, created,
+             label.correct, label.verdict, label.category, label.text, label.hallucinated,
+             label.note)
+            for label in labels
+        ]  # fmt: skip
+        with self._using() as conn, self._tx(conn):
+            found = conn.execute(
+                self.sql("SELECT 1 FROM verdicts WHERE app = %s AND id = %s"), (app, verdict_id)
+            ).fetchone()
+            if found is None:
+                return None
+            insert = self.sql(f"INSERT INTO labels ({_LABEL_COLUMNS}) VALUES ({_marks(13)})")
+            if self.dialect == "sqlite":
+                conn.executemany(insert, rows)
+            else:
+                with conn.cursor() as cur:
+                    cur.executemany(insert, rows)
+        return _submission(
+            submission,
+            app,
+            verdict_id,
+            reviewer,
+            created,
+            [dict(zip(_LABEL_KEYS, (None, *r), strict=True)) for r in rows],
+        )
+
+    def _label_rows(self, conn: Any, where: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+        found = conn.execute(
+            self.sql(f"SELECT l.id, {_LABEL_COLUMNS_L} FROM labels l {where} ORDER BY l.id"),
+            params,
+        ).fetchall()
+        out = []
+        for row in found:
+            item = dict(zip(_LABEL_KEYS, row, strict=True))
+            for key in ("correct", "hallucinated"):
+                item[key] = self._bool_out(item[key])
+            item["created_at"] = self._time(item["created_at"])
+            out.append(item)
+        return out
+
+    def labels_of(self, app: str, verdict_id: str) -> list[dict[str, Any]]:
+        """Every label row of one answer, oldest first."""
+        with self._using() as conn:
+            return self._label_rows(
+                conn, "WHERE l.app = %s AND l.verdict_id = %s", (app, verdict_id)
+            )
+
+    def labelled(
+        self, filters: Filters, judge: str | None = None
+    ) -> list[tuple[dict[str, Any], list[dict[str, Any]], float]]:
+        """(verdict, its label rows, sample key) of every labelled answer the filters keep
+        (``judge``: the verdict's judge kind, llm or rules)."""
+        where, params = self._where(filters)
+        if judge is not None:
+            where.append("v.judge_kind = %s")
+            params.append(judge)
+        where.append("EXISTS (SELECT 1 FROM labels l WHERE l.app = v.app AND l.verdict_id = v.id)")
+        clause = " AND ".join(where)
+        with self._using() as conn:
+            verdicts = conn.execute(
+                self.sql(
+                    f"SELECT v.app, v.id, v.body, v.sample_key FROM verdicts v WHERE {clause}"
+                ),
+                params,
+            ).fetchall()
+            rows = self._label_rows(
+                conn,
+                f"JOIN verdicts v ON v.app = l.app AND v.id = l.verdict_id WHERE {clause}",
+                params,
+            )
+        by_answer: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for row in rows:
+            by_answer.setdefault((row["app"], row["verdict_id"]), []).append(row)
+        return [
+            (self._body(body), by_answer.get((app, verdict_id), []),
+             float(key) if key is not None else sample_key(app, verdict_id))
+            for app, verdict_id, body, key in verdicts
+        ]  # fmt: skip
+
+    def label_counts(self) -> dict[str, int]:
+        """Label rows by app."""
+        with self._using() as conn:
+            found = conn.execute("SELECT app, COUNT(*) FROM labels GROUP BY app").fetchall()
+        return {str(app): int(n) for app, n in found}
+
+    def next_for_review(
+        self,
+        reviewer: str,
+        app: str | None,
+        *,
+        share: float,
+        teach_every: int = 4,
+        lease_seconds: float = 900.0,
+    ) -> tuple[str, str, str] | None:
+        """The next answer for ``reviewer`` (``(app, id, reason)``, recorded as served to them),
+        or None when none is left. Answers of the uniform slice (``sample_key < share``) come
+        in key order — a random order — and every ``teach_every``-th answer is one chosen to
+        teach (a hallucinated answer outside the slice, the rarest category among the labels
+        first). Never an answer this reviewer was served, one anybody labelled, or one served to
+        another reviewer in the last ``lease_seconds``."""
+        now = datetime.now(UTC)
+        lease = timestamp(now - timedelta(seconds=lease_seconds))
+        with self._using() as conn:
+            served = conn.execute(
+                self.sql("SELECT COUNT(*) FROM review_served WHERE reviewer = %s"), (reviewer,)
+            ).fetchone()[0]
+            teach_first = teach_every > 0 and int(served) % teach_every == teach_every - 1
+            order = ("teach", "uniform") if teach_first else ("uniform", "teach")
+            chosen = None
+            for kind in order:
+                chosen = self._uniform(conn, reviewer, app, share, lease) if kind == "uniform" \
+                    else self._teach(conn, reviewer, app, share, lease)  # fmt: skip
+                if chosen is not None:
+                    break
+            if chosen is None:
+                return None
+            with self._tx(conn):
+                conn.execute(
+                    self.sql(
+                        "INSERT INTO review_served (reviewer, app, verdict_id, reason, served_at) "
+                        f"VALUES (%s, %s, %s, %s, {self._time_param()}) "
+                        "ON CONFLICT (reviewer, app, verdict_id) DO NOTHING"
+                    ),
+                    (reviewer, chosen[0], chosen[1], chosen[2], timestamp(now)),
+                )
+        return chosen
+
+    def _not_taken(self) -> str:
+        return (
+            "v.status = 'ok' "
+            "AND NOT EXISTS (SELECT 1 FROM labels l WHERE l.app = v.app AND l.verdict_id = v.id) "
+            "AND NOT EXISTS (SELECT 1 FROM review_served s WHERE s.app = v.app "
+            f"AND s.verdict_id = v.id AND (s.reviewer = %s OR s.served_at > {self._time_param()}))"
+        )
+
+    def _uniform(
+        self, conn: Any, reviewer: str, app: str | None, share: float, lease: str
+    ) -> tuple[str, str, str] | None:
+        scope = "v.app = %s AND " if app is not None else ""
+        params: list[Any] = [app] if app is not None else []
+        row = conn.execute(
+            self.sql(
+                f"SELECT v.app, v.id FROM verdicts v WHERE {scope}v.sample_key < %s AND "
+                f"{self._not_taken()} ORDER BY v.sample_key LIMIT 1"
+            ),
+            (*params, share, reviewer, lease),
+        ).fetchone()
+        return None if row is None else (str(row[0]), str(row[1]), "uniform")
+
+    def _teach(
+        self, conn: Any, reviewer: str, app: str | None, share: float, lease: str
+    ) -> tuple[str, str, str] | None:
+        scope = "v.app = %s AND " if app is not None else ""
+        params: list[Any] = [app] if app is not None else []
+        rows = conn.execute(
+            self.sql(
+                f"SELECT v.app, v.id, v.categories, v.body FROM verdicts v WHERE {scope}"
+                f"v.sample_key >= %s AND v.hallucinated AND {self._not_taken()} "
+                "ORDER BY v.evaluated_at DESC LIMIT 50"
+            ),
+            (*params, share, reviewer, lease),
+        ).fetchall()
+        if not rows:
+            return None
+        labelled = dict(
+            conn.execute(
+                "SELECT COALESCE(category, 'GENERICA'), COUNT(*) FROM labels "
+                "WHERE kind <> 'answer' GROUP BY 1"
+            ).fetchall()
+        )
+        best: tuple[tuple[int, int], tuple[str, str, str]] | None = None
+        for position, (row_app, row_id, categories, body) in enumerate(rows):
+            verdict = self._body(body)
+            if _judges_disagree(verdict):
+                rank, reason = (0, position), "judges_disagree"
+            else:
+                cats = str(categories or "GENERICA").split()
+                rarest = min(cats, key=lambda c: (int(labelled.get(c, 0)), c))
+                rank, reason = (
+                    (1 + int(labelled.get(rarest, 0)), position),
+                    f"rare_category:{rarest}",
+                )
+            if best is None or rank < best[0]:
+                best = (rank, (str(row_app), str(row_id), reason))
+        return None if best is None else best[1]
+
+
+_LABEL_COLUMNS = (
+    "submission, app, verdict_id, kind, claim_idx, reviewer, created_at, correct, verdict, "
+    "category, text, hallucinated, note"
+)
+_LABEL_COLUMNS_L = ", ".join(f"l.{c.strip()}" for c in _LABEL_COLUMNS.split(","))
+_LABEL_KEYS = ("id", *(c.strip() for c in _LABEL_COLUMNS.split(",")))
+
+
+def _marks(n: int) -> str:
+    return ", ".join(["%s"] * n)
+
+
+def _judges_disagree(verdict: dict[str, Any]) -> bool:
+    """The LLM called a claim grounded that the rules' cross-check found a problem in."""
+    judge = _dict(verdict.get("judge"))
+    if judge.get("kind") != "llm":
+        return False
+    claims = [c for c in verdict.get("claims") or [] if isinstance(c, dict)]
+    for finding in verdict.get("rule_findings") or []:
+        if not isinstance(finding, dict) or finding.get("kind") == "derived":
+            continue
+        idx = finding.get("claim_idx")
+        if (
+            isinstance(idx, int)
+            and 0 <= idx < len(claims)
+            and claims[idx].get("verdict") == "grounded"
+        ):
+            return True
+    return False
+
+
+def _submission(
+    submission: str, app: str, verdict_id: str, reviewer: str, created: str,
+    rows: list[dict[str, Any]],
+) -> dict[str, Any]:  # fmt: skip
+    """A stored submission as the API shows it (its rows folded back into one object)."""
+    answer = next((r for r in rows if r["kind"] == "answer"), None)
+    return {
+        "submission": submission,
+        "app": app,
+        "verdict_id": verdict_id,
+        "reviewer": reviewer,
+        "created_at": created,
+        "claims": [
+            {
+                "claim_idx": r["claim_idx"],
+                "correct": r["correct"],
+                "verdict": r["verdict"],
+                "category": r["category"],
+            }
+            for r in rows
+            if r["kind"] == "claim"
+        ],
+        "missed": [
+            {"text": r["text"], "category": r["category"], "verdict": r["verdict"]}
+            for r in rows
+            if r["kind"] == "missed"
+        ],
+        "hallucinated": answer["hallucinated"] if answer else None,
+        "note": answer["note"] if answer else None,
+    }
+
+
+def submissions(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Label rows grouped back into the submissions they came in, oldest first."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        grouped.setdefault(str(row["submission"]), []).append(row)
+    return [
+        _submission(key, str(r[0]["app"]), str(r[0]["verdict_id"]), str(r[0]["reviewer"]),
+                    str(r[0]["created_at"]), r)
+        for key, r in grouped.items()
+    ]  # fmt: skip
+
 
 class SQLiteStore(SQLStore):
     dialect = "sqlite"
@@ -401,6 +697,9 @@ class SQLiteStore(SQLStore):
 
     def unavailable_errors(self) -> tuple[type[BaseException], ...]:
         return (sqlite3.OperationalError,)  # locked past the timeout, disk full, I/O error
+
+    def _tx(self, conn: Any) -> Any:
+        return self._transaction(conn)
 
     def data_errors(self) -> tuple[type[BaseException], ...]:
         return (sqlite3.IntegrityError, sqlite3.DataError)
@@ -438,7 +737,7 @@ class SQLiteStore(SQLStore):
                 existing.update((r[0], r[1]) for r in found)
             new = [(row, claims) for row, claims in batch if (row[1], row[0]) not in existing]
             conn.executemany(
-                f"INSERT INTO verdicts ({_VERDICT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT INTO verdicts ({_VERDICT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 [row for row, _ in new],
             )
             conn.executemany(
@@ -472,6 +771,9 @@ class PostgresStore(SQLStore):
 
     def _time_param(self) -> str:
         return "%s::timestamptz"
+
+    def _tx(self, conn: Any) -> Any:
+        return conn.transaction()
 
     def migrate(self, target: int | None = None) -> None:
         with self._using() as conn, conn.transaction():
@@ -540,3 +842,7 @@ def open_sql_store(url: str, *, migrate_to: int | None = None) -> SQLStore:
     if url.startswith("postgres:"):
         url = "postgresql:" + url.removeprefix("postgres:")
     return PostgresStore(url, migrate_to=migrate_to)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -29,6 +29,7 @@ from veredito.producer.serve import (
     check_ready,
 )
 from veredito.store import StoreUnavailable
+from veredito.web.labels import ReviewMetrics, openapi_paths
 from veredito.web.review import (
     API_ROUTES,
     PAGE_ROUTES,
@@ -147,6 +148,7 @@ def make_app(
     app = web.Application(client_max_size=config.max_bytes, middlewares=[errors_and_metrics])
     add_ingest(app, config, registry, enabled=ingest)
     if review is not None:
+        review.metrics = ReviewMetrics(app[STATE].metrics.registry)  # one /metrics for all
         add_routes(app, review)
     app.router.add_get("/healthz", healthz, allow_head=True)
     app.router.add_get("/readyz", readyz, allow_head=True)
@@ -366,5 +368,6 @@ def openapi() -> dict[str, Any]:
                 }
             },
             **read_paths,
+            **openapi_paths(),
         },
     }

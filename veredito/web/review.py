@@ -25,6 +25,7 @@ import base64
 import binascii
 import logging
 import re
+import secrets
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date, timedelta
@@ -33,18 +34,20 @@ from typing import Any
 from urllib.parse import urlencode
 
 from aiohttp import web
+from prometheus_client import CollectorRegistry
 
 from veredito.producer.ingest import Grant, Tokens
 from veredito.store import Filters, SQLStore, StoreUnavailable, parse_when
 from veredito.store.sql import AmbiguousId
 from veredito.web.highlight import claim_spans, marked_chunk, path_segment, segments
+from veredito.web.labels import LABEL_ROUTES, ReviewMetrics, ReviewTokens, add_label_routes
 from veredito.worker.verdict import CATEGORIES, VERDICTS
 
 __all__ = ["API_ROUTES", "PAGE_ROUTES", "BadParameter", "Review", "add_routes"]
 
 log = logging.getLogger(__name__)
 
-API_ROUTES = ("/v1/verdicts", "/v1/verdicts/{id}", "/v1/stats")
+API_ROUTES = ("/v1/verdicts", "/v1/verdicts/{id}", "/v1/stats", *LABEL_ROUTES)
 PAGE_ROUTES = ("/", "/verdicts/{id}", "/static/review.css")
 STATUSES = ("ok", "rejected", "failed")
 MAX_LIMIT = 500
@@ -95,6 +98,15 @@ class Review:
     executor: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(4, thread_name_prefix="store")
     )
+    reviewers: ReviewTokens = field(default_factory=lambda: ReviewTokens(None))
+    sample_share: float = 0.05  # the uniform slice: answers whose sample key is below this
+    teach_every: int = 4  # every n-th answer of the queue is one chosen to teach
+    window: str = "30d"  # the precision gauges' period
+    refresh_seconds: float = 60.0
+    precision_floor: float = 0.7  # exported for the alert rule
+    min_labels: int = 30
+    session_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    metrics: ReviewMetrics = field(default_factory=lambda: ReviewMetrics(CollectorRegistry()))
 
 
 REVIEW: web.AppKey[Review] = web.AppKey("review")
@@ -560,6 +572,7 @@ def add_routes(app: web.Application, review: Review) -> None:
     app.router.add_get("/", page_list)
     app.router.add_get("/verdicts/{id}", page_verdict)
     app.router.add_get("/static/review.css", stylesheet)
+    add_label_routes(app)
 
     async def close(_: web.Application) -> None:
         review.executor.shutdown(wait=False)
@@ -726,5 +739,6 @@ def openapi_part() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     schemes = {
         "read": {"type": "http", "scheme": "bearer", "description": "VEREDITO_READ_TOKENS"},
         "readBasic": {"type": "http", "scheme": "basic", "description": "any user, read token"},
+        "review": {"type": "http", "scheme": "bearer", "description": "VEREDITO_REVIEW_TOKENS"},
     }
     return schemes, schemas, paths

@@ -1,0 +1,364 @@
+"""Reviewers' labels (spec §16): what one submission may say, how the labels of an answer resolve
+into a labelled record (spec §12), and the judge's agreement with them.
+
+One rule turns labels into gold, used everywhere — the API's ``/v1/agreement``, ``veredito
+calibrate --from-store``, ``veredito labels export`` and the precision gauges — so their numbers
+are the same:
+
+- each reviewer's **latest** label of a claim (or of the answer) is theirs; reviewers who disagree
+  are all kept, and the claim's gold is the **majority** of their latest labels, the most recent
+  label breaking a tie;
+- a claim marked right keeps the judge's verdict and category; marked wrong, it takes the verdict
+  and category the reviewer put instead (without one: a non-grounded claim becomes grounded, a
+  grounded one invented); a claim nobody marked keeps the judge's verdict (the reviewer read the
+  answer and did not object);
+- gold spans (spec §12) are the claims whose gold is not grounded, plus every missed span; the
+  answer is hallucinated when a reviewer said so (latest answer-level label), else when it has a
+  gold span.
+
+The agreement is :func:`veredito.worker.calibrate.score` of those records against the stored
+verdicts — the same function ``calibrate`` runs on a labelled file — with a 95 % Wilson interval
+on every proportion.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from veredito.worker.verdict import CATEGORIES, VERDICTS
+
+__all__ = [
+    "MAX_LABEL_BYTES",
+    "Label",
+    "LabelError",
+    "Submission",
+    "agreement",
+    "agreement_table",
+    "labelled_record",
+    "parse_submission",
+    "sample_key",
+    "wilson",
+]
+
+MAX_LABEL_BYTES = 64 * 1024
+MAX_NOTE = 4000
+MAX_MISSED = 50
+
+
+class LabelError(ValueError):
+    """A label body that breaks spec §16; ``field`` names what is wrong."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(f"{name}: {message}")
+        self.field = name
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    """One row of the ``labels`` table: what one reviewer said of one claim, missed span or
+    answer."""
+
+    kind: str  # claim | missed | answer
+    claim_idx: int | None = None
+    correct: bool | None = None
+    verdict: str | None = None
+    category: str | None = None
+    text: str | None = None  # a missed span
+    hallucinated: bool | None = None
+    note: str | None = None
+
+
+@dataclass
+class Submission:
+    labels: list[Label] = field(default_factory=list)
+
+
+def sample_key(app: str, verdict_id: str) -> float:
+    """A verdict's place in the uniform slice: a number in [0, 1) from a hash of (app, id), so
+    whether an answer is in the slice says nothing about what the judge said of it."""
+    digest = hashlib.sha256(f"{app}\x1f{verdict_id}".encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:6], "big") / 2**48
+
+
+def _bool(body: dict[str, Any], name: str, where: str) -> bool | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, bool):
+        raise LabelError(where, "must be true or false")
+    return value
+
+
+def _choice(value: Any, allowed: tuple[str, ...], where: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or value not in allowed:
+        raise LabelError(where, f"must be one of {', '.join(allowed)}")
+    return value
+
+
+def parse_submission(body: Any, verdict: dict[str, Any]) -> Submission:
+    """The labels of one ``POST /v1/verdicts/{id}/labels`` body, checked against the verdict it
+    labels; :class:`LabelError` naming the field otherwise (nothing is stored then)."""
+    if not isinstance(body, dict):
+        raise LabelError("body", "must be a JSON object")
+    unknown = sorted(set(body) - {"claims", "missed", "hallucinated", "note"})
+    if unknown:
+        raise LabelError(unknown[0], "is not a field of a label")
+    claims = [c for c in verdict.get("claims") or [] if isinstance(c, dict)]
+    given = _dict(verdict.get("input"))
+    answer = given.get("answer") if isinstance(given.get("answer"), str) else None
+    out = Submission()
+    raw_claims = body.get("claims", [])
+    if not isinstance(raw_claims, list):
+        raise LabelError("claims", "must be a list")
+    seen: set[int] = set()
+    for n, item in enumerate(raw_claims):
+        where = f"claims[{n}]"
+        if not isinstance(item, dict):
+            raise LabelError(where, "must be an object")
+        extra = sorted(set(item) - {"claim_idx", "correct", "verdict", "category"})
+        if extra:
+            raise LabelError(f"{where}.{extra[0]}", "is not a field of a claim label")
+        idx = item.get("claim_idx")
+        if not isinstance(idx, int) or isinstance(idx, bool) or not 0 <= idx < len(claims):
+            raise LabelError(
+                f"{where}.claim_idx", f"must be a claim position from 0 to {len(claims) - 1}"
+            )
+        if idx in seen:
+            raise LabelError(f"{where}.claim_idx", f"claim {idx} is labelled twice")
+        seen.add(idx)
+        correct = _bool(item, "correct", f"{where}.correct")
+        if correct is None:
+            raise LabelError(f"{where}.correct", "must be true or false")
+        verdict_label = _choice(item.get("verdict"), VERDICTS, f"{where}.verdict")
+        category = _choice(item.get("category"), CATEGORIES, f"{where}.category")
+        if correct and (verdict_label is not None or category is not None):
+            judged = claims[idx]
+            if verdict_label not in (None, judged.get("verdict")) or category not in (
+                None,
+                judged.get("category"),
+            ):
+                raise LabelError(
+                    f"{where}.verdict", "a claim marked correct keeps the judge's verdict"
+                )
+        out.labels.append(Label("claim", idx, correct, verdict_label, category))
+    raw_missed = body.get("missed", [])
+    if not isinstance(raw_missed, list):
+        raise LabelError("missed", "must be a list")
+    if len(raw_missed) > MAX_MISSED:
+        raise LabelError("missed", f"at most {MAX_MISSED} spans at a time")
+    for n, item in enumerate(raw_missed):
+        where = f"missed[{n}]"
+        if not isinstance(item, dict):
+            raise LabelError(where, "must be an object")
+        extra = sorted(set(item) - {"text", "category", "verdict"})
+        if extra:
+            raise LabelError(f"{where}.{extra[0]}", "is not a field of a missed span")
+        text = item.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise LabelError(f"{where}.text", "must be the span's text")
+        if answer is None:
+            raise LabelError(f"{where}.text", "this verdict does not carry its answer")
+        if text.strip() not in answer:
+            raise LabelError(f"{where}.text", "is not a substring of the answer")
+        category = _choice(item.get("category"), CATEGORIES, f"{where}.category")
+        verdict_label = _choice(item.get("verdict", "invented"), VERDICTS, f"{where}.verdict")
+        if verdict_label == "grounded":
+            raise LabelError(f"{where}.verdict", "a missed hallucination is not grounded")
+        out.labels.append(
+            Label("missed", None, None, verdict_label, category or "GENERICA", text.strip())
+        )
+    hallucinated = _bool(body, "hallucinated", "hallucinated")
+    note = body.get("note")
+    if note is not None:
+        if not isinstance(note, str):
+            raise LabelError("note", "must be text")
+        if len(note) > MAX_NOTE:
+            raise LabelError("note", f"at most {MAX_NOTE} characters")
+        if "\x00" in note:
+            raise LabelError("note", "contains a NUL character")
+        note = note.strip() or None
+    if hallucinated is not None or note is not None:
+        out.labels.append(Label("answer", hallucinated=hallucinated, note=note))
+    if not out.labels:
+        raise LabelError("body", "says nothing: give claims, missed, hallucinated or note")
+    return out
+
+
+# -- resolution ---------------------------------------------------------------------------------
+def _gold_of_claim(claim: dict[str, Any], label: dict[str, Any]) -> tuple[str, str | None]:
+    """The (verdict, category) a reviewer's label gives a claim."""
+    judged = str(claim.get("verdict") or "invented")
+    category = claim.get("category") if isinstance(claim.get("category"), str) else None
+    if label.get("correct"):
+        return judged, category
+    verdict = label.get("verdict")
+    if not isinstance(verdict, str):
+        verdict = "grounded" if judged != "grounded" else "invented"
+    if verdict == "grounded":
+        return verdict, None
+    put = label.get("category")
+    return verdict, put if isinstance(put, str) else (category or "GENERICA")
+
+
+def _latest_by_reviewer(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each reviewer's latest row (rows come in id order)."""
+    latest: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        latest[str(row["reviewer"])] = row
+    return latest
+
+
+def _majority(values: list[tuple[Any, int]]) -> Any:
+    """The most common value; among equals, the one whose latest row is newest."""
+    counts = Counter(v for v, _ in values)
+    newest = {v: max(i for w, i in values if w == v) for v in counts}
+    return max(counts, key=lambda v: (counts[v], newest[v]))
+
+
+def labelled_record(verdict: dict[str, Any], rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The labelled record (spec §12) an answer's label rows make: its triple, the corrected
+    verdicts as ``labels``, and ``reviewers`` (who labelled it)."""
+    claims = [c for c in verdict.get("claims") or [] if isinstance(c, dict)]
+    spans: list[dict[str, Any]] = []
+    for idx, claim in enumerate(claims):
+        mine = [r for r in rows if r["kind"] == "claim" and r["claim_idx"] == idx]
+        if mine:
+            latest = _latest_by_reviewer(mine)
+            gold = _majority([(_gold_of_claim(claim, r), int(r["id"])) for r in latest.values()])
+        else:
+            gold = _gold_of_claim(claim, {"correct": True})
+        verdict_label, category = gold
+        if verdict_label != "grounded":
+            spans.append(
+                {"text": str(claim.get("text") or ""), "category": category or "GENERICA",
+                 "verdict": verdict_label}
+            )  # fmt: skip
+    seen_missed: set[tuple[str, str]] = set()
+    for row in rows:
+        if row["kind"] == "missed":
+            key = (str(row["text"]), str(row["category"]))
+            if key not in seen_missed:
+                seen_missed.add(key)
+                spans.append(
+                    {"text": row["text"], "category": row["category"] or "GENERICA",
+                     "verdict": row["verdict"] or "invented"}
+                )  # fmt: skip
+    said = [r for r in rows if r["kind"] == "answer" and r["hallucinated"] is not None]
+    if said:
+        latest = _latest_by_reviewer(said)
+        hallucinated = bool(
+            _majority([(bool(r["hallucinated"]), int(r["id"])) for r in latest.values()])
+        )
+    else:
+        hallucinated = bool(spans)
+    given = _dict(verdict.get("input"))
+    metadata = _dict(verdict.get("metadata"))
+    return {
+        "id": verdict.get("id"),
+        "query": given.get("query"),
+        "context": given.get("context"),
+        "answer": given.get("answer"),
+        "metadata": metadata,
+        "labels": {"hallucinated": hallucinated, "spans": spans},
+        "reviewers": sorted({str(r["reviewer"]) for r in rows}),
+    }
+
+
+# -- agreement ----------------------------------------------------------------------------------
+def wilson(hits: int, total: int, z: float = 1.959963984540054) -> list[float] | None:
+    """The 95 % Wilson score interval of ``hits`` out of ``total`` (None when total is 0)."""
+    if total <= 0:
+        return None
+    p = hits / total
+    denominator = 1 + z * z / total
+    centre = (p + z * z / (2 * total)) / denominator
+    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denominator
+    return [round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4)]
+
+
+def _figures(tp: int, fp: int, fn: int) -> dict[str, Any]:
+    said, gold = tp + fp, tp + fn
+    return {
+        "labelled": said,
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "precision": tp / said if said else None,
+        "precision_interval": wilson(tp, said),
+        "recall": tp / gold if gold else None,
+        "recall_interval": wilson(tp, gold),
+    }
+
+
+def agreement(
+    records: Sequence[dict[str, Any]], verdicts: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
+    """The judge (``verdicts``, as stored) against the labelled ``records`` of the same answers:
+    answer level, per category, per claim verdict; each precision and recall with its Wilson
+    interval. Exactly :func:`veredito.worker.calibrate.score`'s counts."""
+    from veredito.worker.calibrate import score
+    from veredito.worker.verdict import Verdict
+
+    parsed = [Verdict.model_validate(v) for v in verdicts]
+    report = score(list(records), parsed)
+    answers = report.answers
+    categories = {
+        name: _figures(c.tp, c.fp, c.fn)
+        for name, c in report.categories.items()
+        if c.tp + c.fp + c.fn
+    }
+    by_verdict = {}
+    columns = [*VERDICTS, "missed"]
+    for verdict in VERDICTS:
+        hit = report.confusion.get((verdict, verdict), 0)
+        gold = sum(report.confusion.get((verdict, p), 0) for p in columns)
+        said = sum(report.confusion.get((g, verdict), 0) for g in VERDICTS)
+        if gold or said:
+            by_verdict[verdict] = _figures(hit, said - hit, gold - hit)
+    return {
+        "answers": len(records),
+        "answer_level": _figures(answers.tp, answers.fp, answers.fn),
+        "categories": categories,
+        "claim_verdicts": by_verdict,
+    }
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def agreement_table(result: dict[str, Any]) -> str:
+    """The agreement (of :func:`veredito.web.labels.agreement_of`) as ``calibrate`` prints it."""
+
+    def fmt(value: float | None) -> str:
+        return "   -" if value is None else f"{value:.2f}"
+
+    def interval(value: list[float] | None) -> str:
+        return "" if value is None else f"[{value[0]:.2f}, {value[1]:.2f}]"
+
+    uniform = result["uniform"]
+    lines = [
+        f"labelled answers: {uniform['answers']} in the uniform slice "
+        f"(share {result['sample_share']:g}), {result['chosen_to_teach']['answers']} chosen to "
+        f"teach (not counted below); {result['labels']} labels",
+        "",
+        f"{'':<14}{'labelled':>9}{'precision':>11}{'95 % interval':>16}{'recall':>8}"
+        f"{'95 % interval':>16}",
+    ]
+    rows = [("answer level", uniform["answer_level"])]
+    rows += [(name, figures) for name, figures in uniform["categories"].items()]
+    rows += [(f"claim {name}", figures) for name, figures in uniform["claim_verdicts"].items()]
+    for name, f in rows:
+        lines.append(
+            f"{name:<14}{f['labelled']:>9}{fmt(f['precision']):>11}"
+            f"{interval(f['precision_interval']):>16}{fmt(f['recall']):>8}"
+            f"{interval(f['recall_interval']):>16}"
+        )
+    return "\n".join(lines) + "\n"
