@@ -7,7 +7,7 @@ INPUT  ?= examples/triples.jsonl
 OUT    ?= out/verdicts.jsonl
 STORE  ?= sqlite:///out/verdicts.db
 
-.PHONY: run test lint install bench chaos fuzz generate clean
+.PHONY: run test lint install bench chaos fuzz generate calibration clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,13 @@ test: $(STAMP)
 generate: $(STAMP)
 	$(BIN)/python monitoring/grafana/make_dashboard.py
 	$(BIN)/python tests/data/make_devset.py
+
+## Refit the shipped calibration of the judges' confidences (spec §17) on the project's labelled
+## sets (tests/test_confidence.py fails when the shipped file is stale). holdout9 is the frozen
+## blind set: never fitted on.
+CALIBRATION_SETS := tests/data/devset.jsonl tests/data/holdout.jsonl $(wildcard tests/data/holdout[2-8].jsonl)
+calibration: $(STAMP)
+	$(BIN)/veredito calibrate --fit $(CALIBRATION_SETS) --out worker/rules/data/calibration.json --name default
 
 ## Lint, format check and strict type check.
 lint: $(STAMP)

@@ -147,7 +147,17 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--limit", type=int, help="replay at most this many")
 
     calibrate = sub.add_parser("calibrate", help="precision, recall and F1 on a labelled set")
-    calibrate.add_argument("labelled", nargs="?", help="JSONL of triples with labels (spec §12)")
+    calibrate.add_argument(
+        "labelled", nargs="*", help="JSONL of triples with labels (spec §12); several with --fit"
+    )
+    calibrate.add_argument(
+        "--fit",
+        action="store_true",
+        help="fit a calibration of the judges' confidences (spec §17) on the labelled answers "
+        "(files or --from-store) and write it to --out; VEREDITO_CALIBRATION=FILE uses it",
+    )
+    calibrate.add_argument("--out", help="with --fit: the calibration file to write")
+    calibrate.add_argument("--name", help="with --fit: the name verdicts carry (judge.calibration)")
     calibrate.add_argument(
         "--from-store",
         metavar="URL",
@@ -219,6 +229,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"veredito: invalid setting {field}: {error['msg']}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level)
+    if settings.calibration:
+        from veredito.worker.confidence import CalibrationError, load_calibration
+
+        try:
+            load_calibration(settings.calibration)
+        except CalibrationError as exc:
+            print(f"veredito: VEREDITO_CALIBRATION: {exc}", file=sys.stderr)
+            return 2
     handler = {
         "run": _run,
         "produce": _produce,
@@ -634,15 +652,17 @@ def _calibrate(args: argparse.Namespace, settings: Settings) -> int:
     from veredito.worker.calibrate import LabelledSetError, calibrate
     from veredito.worker.judges import JudgeNotConfigured
 
+    if args.fit:
+        return _fit(args, settings)
     if args.from_store:
         return _calibrate_from_store(args, settings)
-    if not args.labelled:
-        print("veredito: calibrate needs a labelled file or --from-store URL", file=sys.stderr)
+    if len(args.labelled) != 1:
+        print("veredito: calibrate needs one labelled file or --from-store URL", file=sys.stderr)
         return 2
     try:
-        report = calibrate(args.labelled, settings)
+        report = calibrate(args.labelled[0], settings)
     except OSError as exc:
-        print(f"veredito: cannot read {args.labelled}: {exc.strerror}", file=sys.stderr)
+        print(f"veredito: cannot read {args.labelled[0]}: {exc.strerror}", file=sys.stderr)
         return 3
     except (LabelledSetError, JudgeNotConfigured) as exc:
         print(f"veredito: {exc}", file=sys.stderr)
@@ -706,6 +726,87 @@ def _calibrate_from_store(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(result, ensure_ascii=False, indent=2))
     else:
         print(agreement_table(result), end="")
+    return 0
+
+
+def _fit(args: argparse.Namespace, settings: Settings) -> int:
+    import json
+    import os
+
+    from veredito.worker.calibrate import LabelledSetError, load_labelled
+    from veredito.worker.fitting import (
+        fit_calibration,
+        llm_examples,
+        reliability_table,
+        rules_examples,
+    )
+
+    if not args.out:
+        print("veredito: --fit needs --out FILE", file=sys.stderr)
+        return 2
+    if bool(args.labelled) == bool(args.from_store):
+        print("veredito: --fit takes labelled files or --from-store URL", file=sys.stderr)
+        return 2
+    records: list[dict[str, Any]] = []
+    verdicts: list[dict[str, Any]] = []
+    sources: list[str] = []
+    if args.from_store:
+        from veredito.labels import labelled_record
+
+        try:
+            filters = _review_filters(args)
+        except ValueError as exc:
+            print(f"veredito: {exc}", file=sys.stderr)
+            return 2
+        store = _open_sql(args.from_store)
+        if store is None:
+            return 2
+        try:
+            for verdict, rows, _ in store.labelled(filters):
+                records.append(labelled_record(verdict, rows))
+                verdicts.append(verdict)
+        finally:
+            store.close()
+        sources.append("store")
+    else:
+        for path in args.labelled:
+            try:
+                records += load_labelled(path)
+            except OSError as exc:
+                print(f"veredito: cannot read {path}: {exc.strerror}", file=sys.stderr)
+                return 3
+            except LabelledSetError as exc:
+                print(f"veredito: {path}: {exc}", file=sys.stderr)
+                return 2
+            sources.append(Path(path).name)
+    if not records:
+        print("veredito: no labelled answers to fit on", file=sys.stderr)
+        return 2
+    try:
+        body = fit_calibration(
+            rules_examples(records),
+            llm_examples(records, verdicts) if verdicts else None,
+            args.name or Path(args.out).stem,
+            sources,
+        )
+    except RuntimeError as exc:
+        print(f"veredito: {exc}", file=sys.stderr)
+        return 2
+    target = Path(args.out)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    partial.write_text(json.dumps(body, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    with partial.open("rb") as f:
+        os.fsync(f.fileno())
+    partial.replace(target)
+    for judge_name, report in body["held_out"].items():
+        print(f"{judge_name}: held-out quarter of the answers (not fitted on)")
+        print(reliability_table(report["all"]))
+        print()
+    print(
+        f"wrote {target} ({body['examples']['rules']} rules claims, "
+        f"{body['examples']['llm']} LLM claims)"
+    )
     return 0
 
 

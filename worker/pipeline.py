@@ -23,6 +23,7 @@ from veredito.producer.triple import (
     fallback_id,
     parse_triple,
 )
+from veredito.worker.confidence import hallucination_confidence
 from veredito.worker.errors import JudgeOutputInvalid, PermanentError, RetryableError
 from veredito.worker.judges.base import Judge
 from veredito.worker.metrics import Metrics
@@ -119,6 +120,7 @@ class Pipeline:
             score=score_claims(claims),
             reported_score=judgement.reported_score,
             hallucinated=is_hallucinated(claims),
+            hallucination_confidence=hallucination_confidence(claims),
             categories=count_categories(claims),
             faithfulness=judgement.faithfulness,
             rule_findings=judgement.rule_findings,

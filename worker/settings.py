@@ -214,6 +214,18 @@ class Settings(BaseSettings):
         description="serve: key that signs the review page's session cookies (several serve "
         "replicas need the same one); default a random key per process",
     )
+    calibration: str | None = Field(
+        default=None,
+        description="a calibration file (veredito calibrate --fit … --out FILE) the judges' "
+        "confidences come from; default the one shipped in the package",
+    )
+    alert_confidence: float = Field(
+        default=0.8,
+        ge=0,
+        le=1,
+        description="hallucinations at or above this confidence count as confident in the "
+        "metrics (the alerts fire on those)",
+    )
     log_level: str = "INFO"
 
     @field_validator("prompts", mode="before")

@@ -47,6 +47,9 @@ class Claim(_Model):
     category: str | None = None
     chunk_idx: int | None = None
     source: Literal["llm", "rules"] = "llm"
+    # spec §17: the calibrated probability that this verdict is right (a hallucination really is
+    # one; a grounded claim really is supported); None when no calibration applied
+    confidence: float | None = None
 
     @property
     def supported(self) -> bool:
@@ -88,13 +91,18 @@ class JudgeInfo(_Model):
     model: str | None = None
     prompts: dict[str, str] = Field(default_factory=dict)
     fallback_reason: str | None = None  # "budget": the app's daily budget was spent
+    # which calibration gave the confidences: "default" (shipped, fitted on the project's
+    # labelled sets), "prior" (the LLM judge's documented prior) or a fitted file's name
+    calibration: str | None = None
 
     @model_serializer(mode="wrap")
     def _without_fallback(self, handler: Any) -> dict[str, Any]:
-        """``fallback_reason`` only when there is one (spec §6 keeps its shape)."""
+        """``fallback_reason`` and ``calibration`` only when there is one (spec §6 keeps its
+        shape)."""
         data: dict[str, Any] = handler(self)
-        if data.get("fallback_reason") is None:
-            data.pop("fallback_reason", None)
+        for name in ("fallback_reason", "calibration"):
+            if data.get(name) is None:
+                data.pop(name, None)
         return data
 
 
@@ -121,6 +129,8 @@ class Verdict(_Model):
     score: float | None = None
     reported_score: float | None = None
     hallucinated: bool = False
+    # spec §17: the highest confidence among the non-grounded claims (None: there are none)
+    hallucination_confidence: float | None = None
     categories: dict[str, int] = Field(default_factory=dict)
     faithfulness: Faithfulness | None = None
     rule_findings: list[RuleFinding] = Field(default_factory=list)

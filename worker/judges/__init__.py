@@ -5,8 +5,9 @@ from __future__ import annotations
 import aiohttp
 
 from veredito.worker.breaker import CircuitBreaker
+from veredito.worker.confidence import Calibration, default_calibration, load_calibration
 from veredito.worker.judges.base import Judge, Judgement
-from veredito.worker.judges.crosscheck import CrossCheckedJudge
+from veredito.worker.judges.crosscheck import ConfidenceJudge, CrossCheckedJudge
 from veredito.worker.judges.llm import LLMJudge
 from veredito.worker.judges.rules import RulesJudge
 from veredito.worker.llm_client import ChatClient
@@ -52,7 +53,21 @@ def build_spending(settings: Settings) -> Spending:
     budgets = parse_budgets(settings.budget_daily)
     if not budgets:
         return Spending(pricing)
-    return Spending(pricing, Budget(budgets, settings.marks_url), RulesJudge())
+    return Spending(
+        pricing, Budget(budgets, settings.marks_url), RulesJudge(calibration_of(settings))
+    )
+
+
+_LOADED: dict[str, Calibration] = {}
+
+
+def calibration_of(settings: Settings) -> Calibration:
+    """``VEREDITO_CALIBRATION``'s file (loaded once), or the shipped calibration."""
+    if not settings.calibration:
+        return default_calibration()
+    if settings.calibration not in _LOADED:
+        _LOADED[settings.calibration] = load_calibration(settings.calibration)
+    return _LOADED[settings.calibration]
 
 
 def build_judge(
@@ -68,7 +83,7 @@ def build_judge(
     (``veredito run``: say so at once)."""
     kind = settings.resolved_judge()
     if kind == "rules":
-        return RulesJudge()
+        return RulesJudge(calibration_of(settings))
     if not settings.llm_configured:
         raise JudgeNotConfigured(NO_LLM_MESSAGE)
     client = ChatClient(
@@ -102,4 +117,4 @@ def build_judge(
         judge = PseudonymisingJudge(judge)
     if settings.cross_check != "off":
         judge = CrossCheckedJudge(judge, settings.cross_check, metrics)
-    return judge
+    return ConfidenceJudge(judge, calibration_of(settings))

@@ -27,6 +27,9 @@ class Judgement:
     completion_tokens: int = 0
     cached: bool = False  # from the verdict cache: no call was made for it now
     info: JudgeInfo | None = None  # who judged, when not the judge's own info (a fallback)
+    # what the rules' cross-check said of each claim: flag | grounded | silent (None: no
+    # cross-check ran); the LLM judge's confidence rests on it (worker/confidence.py)
+    rules_states: list[str] | None = None
 
 
 class Judge(Protocol):

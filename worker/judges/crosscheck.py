@@ -12,12 +12,13 @@ from __future__ import annotations
 from typing import Literal
 
 from veredito.producer.triple import Triple
+from veredito.worker.confidence import Calibration, llm_features, rules_verdict_on
 from veredito.worker.judges.base import Judge, Judgement
 from veredito.worker.metrics import Metrics
 from veredito.worker.rules import check_texts
 from veredito.worker.verdict import JudgeInfo, RuleFinding
 
-__all__ = ["CrossCheckedJudge"]
+__all__ = ["ConfidenceJudge", "CrossCheckedJudge"]
 
 
 class CrossCheckedJudge:
@@ -39,9 +40,13 @@ class CrossCheckedJudge:
         judgement = await self._inner.judge(triple)
         if not judgement.claims:
             return judgement
+        # every claim is checked (one pass of the detectors): the grounded ones for findings,
+        # all of them for what the rules say of each, which the confidence rests on
+        texts = [claim.text for claim in judgement.claims]
+        checked_all = check_texts(texts, triple.context, triple.query)
+        judgement.rules_states = [rules_verdict_on(checks) for checks in checked_all]
         grounded = [i for i, claim in enumerate(judgement.claims) if claim.verdict == "grounded"]
-        texts = [judgement.claims[i].text for i in grounded]
-        checked = check_texts(texts, triple.context, triple.query)
+        checked = [checked_all[i] for i in grounded]
         for i, checks in zip(grounded, checked, strict=True):
             claim = judgement.claims[i]
             bad = [c for c in checks if c.status != "grounded"]
@@ -66,4 +71,34 @@ class CrossCheckedJudge:
                         "source": "rules",
                     }
                 )
+        return judgement
+
+
+class ConfidenceJudge:
+    """The LLM judge's confidences (spec §17): each claim's from its verdict, category and what
+    the rules said of it (the cross-check's ``rules_states``; ``unknown`` without one). Claims
+    that already carry one (the rules judge, past a budget) keep it."""
+
+    def __init__(self, inner: Judge, calibration: Calibration) -> None:
+        self._inner = inner
+        self.calibration = calibration
+        self._info = inner.info.model_copy(update={"calibration": calibration.label("llm")})
+
+    @property
+    def info(self) -> JudgeInfo:
+        return self._info
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def judge(self, triple: Triple) -> Judgement:
+        judgement = await self._inner.judge(triple)
+        states = judgement.rules_states
+        for i, claim in enumerate(judgement.claims or []):
+            if claim.confidence is not None:
+                continue
+            state = states[i] if states is not None and i < len(states) else "unknown"
+            claim.confidence = self.calibration.confidence(
+                "llm", claim.verdict != "grounded", llm_features(claim, state)
+            )
         return judgement

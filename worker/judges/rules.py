@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from veredito.producer.triple import Triple
+from veredito.worker.confidence import Calibration, default_calibration, rules_features
 from veredito.worker.judges.base import Judgement
 from veredito.worker.rules import judge
 from veredito.worker.verdict import Claim, JudgeInfo, RuleFinding
@@ -15,8 +16,14 @@ RULES_VERSION = "rules-1"
 
 
 class RulesJudge:
-    def __init__(self) -> None:
-        self._info = JudgeInfo(kind="rules", model=RULES_VERSION, prompts={})
+    def __init__(self, calibration: Calibration | None = None) -> None:
+        self.calibration = calibration or default_calibration()
+        self._info = JudgeInfo(
+            kind="rules",
+            model=RULES_VERSION,
+            prompts={},
+            calibration=self.calibration.label("rules"),
+        )
 
     @property
     def info(self) -> JudgeInfo:
@@ -26,10 +33,11 @@ class RulesJudge:
         return None
 
     async def judge(self, triple: Triple) -> Judgement:
-        return judge_triple(triple)
+        return judge_triple(triple, self.calibration)
 
 
-def judge_triple(triple: Triple) -> Judgement:
+def judge_triple(triple: Triple, calibration: Calibration | None = None) -> Judgement:
+    calibration = calibration or default_calibration()
     claims: list[Claim] = []
     findings: list[RuleFinding] = []
     judged_answer = judge(triple.answer, triple.context, triple.query)
@@ -41,6 +49,9 @@ def judge_triple(triple: Triple) -> Judgement:
                 category=judged.category,
                 chunk_idx=judged.chunk_idx,
                 source="rules",
+                confidence=calibration.confidence(
+                    "rules", judged.verdict != "grounded", rules_features(judged)
+                ),
             )
         )
         for check in judged.checks:

@@ -228,6 +228,12 @@ class ClaimJudgement:
     category: str | None
     chunk_idx: int | None
     checks: list[Check] = field(default_factory=list)
+    # what the verdict rests on, for its confidence (:mod:`veredito.worker.confidence`):
+    # checks (mentions checked), lexical (the share of its content words in the context),
+    # meta (talks about the answer itself), advice, short (too few content words to judge)
+    basis: str = "checks"
+    support: float | None = None  # the lexical share, when it was computed
+    words: int = 0  # distinct content stems
 
 
 # Chunks whose clauses, tokens, stems and mentions stay cached: a RAG app retrieves the same
@@ -670,8 +676,11 @@ def judge_claim(
 ) -> ClaimJudgement:
     """Judge one claim; ``mentions`` (found in ``digits``, the digitised claim) when known."""
     stems = content_stems(text)
+    words = len(set(stems))
     if _META.search(text):
-        return ClaimJudgement(text, "grounded", None, _best_chunk(stems, set(), ctx))
+        return ClaimJudgement(
+            text, "grounded", None, _best_chunk(stems, set(), ctx), basis="meta", words=words
+        )
     if mentions is None or digits is None:
         checks = check_text(text, ctx)
     else:
@@ -682,16 +691,20 @@ def judge_claim(
     for status in ("contradicted", "invented"):
         bad = [c for c in checks if c.status == status]
         if bad:
-            return ClaimJudgement(text, status, bad[0].mention.category, None, checks)
+            return ClaimJudgement(text, status, bad[0].mention.category, None, checks, words=words)
     chunk = _best_chunk(stems, grounded_keys, ctx)
-    if checks or len(set(stems)) < MIN_CONTENT_WORDS or _ADVICE.search(text):
-        return ClaimJudgement(text, "grounded", None, chunk, checks)
-    support = sum(1 for s in set(stems) if s in ctx.stems) / len(set(stems))
+    if checks:
+        return ClaimJudgement(text, "grounded", None, chunk, checks, words=words)
+    if words < MIN_CONTENT_WORDS or _ADVICE.search(text):
+        basis = "advice" if words >= MIN_CONTENT_WORDS else "short"
+        return ClaimJudgement(text, "grounded", None, chunk, checks, basis=basis, words=words)
+    support = sum(1 for s in set(stems) if s in ctx.stems) / words
+    lexical = {"basis": "lexical", "support": support, "words": words}
     if support < INVENTED_BELOW:
-        return ClaimJudgement(text, "invented", "GENERICA", None, checks)
+        return ClaimJudgement(text, "invented", "GENERICA", None, checks, **lexical)  # type: ignore[arg-type]
     if support < PARTIAL_BELOW:
-        return ClaimJudgement(text, "partial", "GENERICA", chunk, checks)
-    return ClaimJudgement(text, "grounded", None, chunk, checks)
+        return ClaimJudgement(text, "partial", "GENERICA", chunk, checks, **lexical)  # type: ignore[arg-type]
+    return ClaimJudgement(text, "grounded", None, chunk, checks, **lexical)  # type: ignore[arg-type]
 
 
 def judge_answer(
