@@ -2,7 +2,9 @@
 
 The integration test runs a real Prometheus with the project's rules, scraping a running worker
 and RabbitMQ's Prometheus plugin, sends a batch through the broker, then evaluates every recording
-rule and every dashboard panel query through Prometheus's HTTP API.
+rule and every dashboard panel query through Prometheus's HTTP API. The rules and panels on
+reviewers' labels, which only `veredito serve --store` exports, are checked the same way against
+a real serve on SQLite, with no broker.
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ PROMETHEUS_DIR = MONITORING / "prometheus"
 DASHBOARD = MONITORING / "grafana" / "dashboards" / "veredito.json"
 AMQP = "amqp://guest:guest@127.0.0.1:5672//"
 CACHE_REDIS = "redis://127.0.0.1:6379/11"
+# metrics that only `veredito serve --store` exports (reviewers' labels, spec §16)
+FROM_SERVE = ("veredito_judge_precision", "veredito_review_labels_total")
+
+
+def from_serve(expr: str) -> bool:
+    return any(name in expr for name in FROM_SERVE)
 
 
 def tool(name: str) -> str:
@@ -68,7 +76,7 @@ def panel_queries() -> list[tuple[str, str]]:
     return [
         (panel["title"], target["expr"])
         for panel in dashboard["panels"]
-        for target in panel["targets"]
+        for target in panel.get("targets", [])  # a row has none
         if "expr" in target  # the PostgreSQL table has rawSql (test_latest_hallucinated_...)
     ]
 
@@ -91,7 +99,7 @@ def test_promtool_check_rules_is_clean() -> None:
         timeout=60,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 17 rules found" in result.stdout and "SUCCESS: 11 rules found" in result.stdout
+    assert "SUCCESS: 18 rules found" in result.stdout and "SUCCESS: 12 rules found" in result.stdout
 
 
 def test_promtool_alert_tests_pass() -> None:
@@ -151,6 +159,10 @@ def test_dashboard_has_a_stable_uid_variables_and_the_panels_asked_for() -> None
         "throughput",
         "queue depth",
         "latest hallucinated answers",
+        "the judge on your traffic",
+        "precision",
+        "reviewers' labels by app",
+        "labelled answers behind each precision",
     ):
         assert words in titles, words
     import runpy
@@ -234,7 +246,9 @@ def test_compose_file_validates_against_the_compose_specification() -> None:
 
 
 class Prometheus:
-    def __init__(self, binary: str, tmp: Path, worker_port: int) -> None:
+    def __init__(
+        self, binary: str, tmp: Path, worker_port: int, serve_port: int | None = None
+    ) -> None:
         self.port = free_port()
         rules = tmp / "rules"
         rules.mkdir()
@@ -256,6 +270,13 @@ class Prometheus:
                 },
             ],
         }
+        if serve_port is not None:  # serve alone: reviewers' labels and the judge's precision
+            config["scrape_configs"] = [
+                {
+                    "job_name": "veredito-serve",
+                    "static_configs": [{"targets": [f"127.0.0.1:{serve_port}"]}],
+                }
+            ]
         (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
         self.process = subprocess.Popen(
             [
@@ -442,9 +463,105 @@ def test_rules_panels_and_metrics_against_a_real_prometheus(stack: dict[str, Any
         "Prometheus to scrape the whole batch",
     )
     for record in recording_rules():
+        if from_serve(record):
+            continue  # no serve here: test_review_rules_and_panels_against_serve_and_prometheus
         wait_for(lambda record=record: prometheus.query(record), f"recording rule {record}", 30)
     for title, expr in panel_queries():
+        if from_serve(expr):
+            continue  # no serve here: test_review_rules_and_panels_against_serve_and_prometheus
         concrete = (
             expr.replace("$app", ".*").replace("$judge", ".*").replace("$__rate_interval", "1m")
         )
         wait_for(lambda q=concrete: prometheus.query(q), f"panel {title!r}: {concrete}", 30)
+
+
+# -------------------------------------------------------------------------- reviewers' labels
+
+
+def test_review_rules_and_panels_against_serve_and_prometheus(tmp_path: Path) -> None:
+    """A real `serve --store` on SQLite with reviewers' labels, scraped by a real Prometheus with
+    the project's rules: every rule and panel query on serve's metrics returns data, the upper
+    end of the precision's interval is the one GET /v1/agreement gives, and
+    VereditoJudgePrecisionLow is pending for exactly the precisions whose whole interval lies
+    below serve's floor on at least serve's minimum of labels."""
+    from tests.test_labels import ANA, INGEST, READ, REVIEW, judged_store, post
+    from tests.test_serve import call
+    from tests.test_serve_security import server
+
+    binary = tool("prometheus")
+    store = f"sqlite:///{tmp_path / 'v.db'}"
+    verdicts = judged_store(store, tmp_path)
+    floor, least = 0.9, 3
+    env = {"VEREDITO_INGEST_TOKENS": INGEST, "VEREDITO_READ_TOKENS": READ,
+           "VEREDITO_REVIEW_TOKENS": REVIEW, "VEREDITO_REVIEW_SAMPLE": "1",
+           "VEREDITO_REVIEW_REFRESH": "1", "VEREDITO_REVIEW_PRECISION_FLOOR": str(floor),
+           "VEREDITO_REVIEW_MIN_LABELS": str(least)}  # fmt: skip
+    apps = ("fisco-faq", "rh-bot")
+    with server(tmp_path, "--store", store, **env) as s:
+        # fisco-faq's reviewer contradicts every claim the judge flagged, rh-bot's confirms them
+        for v in verdicts:
+            app = v["metadata"].get("app")
+            if not v["hallucinated"] or app not in apps:
+                continue
+            right = app == "rh-bot"
+            claims = [
+                {"claim_idx": i, "correct": True}
+                if right
+                else {"claim_idx": i, "correct": False, "verdict": "grounded"}
+                for i, claim in enumerate(v["claims"])
+                if claim["verdict"] != "grounded"
+            ]
+            status, answer = post(s, v, {"hallucinated": right, "claims": claims}, ANA)
+            assert status == 201, answer
+        uppers: dict[tuple[str, str, str], float] = {}
+        alerting = set()
+        for app in apps:
+            for judge in ("llm", "rules"):
+                status, body, _ = call(
+                    s.base, "GET", f"/v1/agreement?app={app}&judge={judge}", token=READ
+                )
+                assert status == 200, body
+                uniform = body["uniform"]
+                figures = {"answer": uniform["answer_level"], **uniform["categories"]}
+                for category, f in figures.items():
+                    if not f["labelled"]:
+                        continue
+                    uppers[app, category, judge] = upper = f["precision_interval"][1]
+                    if upper < floor and f["labelled"] >= least:
+                        alerting.add((app, category, judge))
+        assert alerting and set(uppers) - alerting  # some precisions alert, some do not
+
+        prometheus = Prometheus(binary, tmp_path, 0, serve_port=s.port)
+        try:
+            wait_for(prometheus.ready, "Prometheus to be ready")
+            for record in filter(from_serve, recording_rules()):
+                wait_for(lambda record=record: prometheus.query(record), f"rule {record}", 30)
+            served = [(title, expr) for title, expr in panel_queries() if from_serve(expr)]
+            assert len(served) >= 6
+            for title, expr in served:
+                concrete = (
+                    expr.replace("$app", ".*").replace("$judge", ".*")
+                    .replace("$__rate_interval", "1m")
+                )  # fmt: skip
+                wait_for(lambda q=concrete: prometheus.query(q), f"panel {title!r}: {concrete}", 30)
+
+            def found(expr: str) -> dict[tuple[str, str, str], float]:
+                return {
+                    (r["metric"]["app"], r["metric"]["category"], r["metric"]["judge"]): float(
+                        r["value"][1]
+                    )
+                    for r in prometheus.query(expr)
+                }
+
+            # the upper end computed from the precision and its labels is the agreement's
+            record = "app_category_judge:veredito_judge_precision:upper95"
+            wait_for(lambda: set(found(record)) == set(uppers), "an upper end for each", 30)
+            for key, value in found(record).items():
+                assert abs(value - uppers[key]) < 1e-4, (key, value, uppers[key])
+            # the alert waits out its `for:` on exactly the precisions below serve's floor
+            alerts = 'ALERTS{alertname="VereditoJudgePrecisionLow",alertstate="pending"}'
+            wait_for(
+                lambda: set(found(alerts)) == alerting, f"pending alerts {sorted(alerting)}", 30
+            )
+        finally:
+            prometheus.stop()

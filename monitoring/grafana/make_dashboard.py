@@ -243,6 +243,58 @@ PANELS: list[tuple[str, str, str, list[tuple[str, str]], int]] = [
 ]
 
 
+# The judge on the team's own traffic (spec §16): reviewers' labels of the uniform slice, from
+# `veredito serve --store` (scrape job veredito-serve); max by (app, category, judge) keeps one
+# series whatever the number of serve replicas, as the alert VereditoJudgePrecisionLow does.
+REVIEW_ROW = "The judge on your traffic (reviewers' labels)"
+ACJ = "app, category, judge"
+WHO = "{{app}} {{category}} {{judge}}"
+REVIEW_PANELS: list[tuple[str, str, str, list[tuple[str, str]], int]] = [
+    (
+        "Judge precision on reviewers' labels, by category and judge (95 % interval)",
+        "timeseries",
+        "percentunit",
+        [
+            (f"max by ({ACJ}) (veredito_judge_precision{{{AJ}}})", WHO),
+            (f"max by ({ACJ}) (veredito_judge_precision_lower{{{AJ}}})", f"{WHO} lower end"),
+            (f"app_category_judge:veredito_judge_precision:upper95{{{AJ}}}", f"{WHO} upper end"),
+            ("min(veredito_judge_precision_floor) or vector(0.7)", "floor"),
+        ],
+        24,
+    ),
+    (
+        "Reviewers' labels by app (per hour)",
+        "timeseries",
+        "short",
+        [(f"sum by (app) (rate(veredito_review_labels_total{{{APP}}}[{RI}])) * 3600", "{{app}}")],
+        12,
+    ),
+    (
+        "Labelled answers behind each precision",
+        "timeseries",
+        "short",
+        [
+            (f"max by ({ACJ}) (veredito_judge_precision_labels{{{AJ}}})", WHO),
+            ("max(veredito_judge_precision_min_labels) or vector(30)", "alerts from"),
+        ],
+        12,
+    ),
+]
+DESCRIPTIONS = {
+    REVIEW_PANELS[0][0]: (
+        "The judge's precision on the answers reviewers labelled in the uniform slice, over "
+        "VEREDITO_REVIEW_WINDOW (category answer: the answer level), with its 95 % Wilson "
+        "interval. VereditoJudgePrecisionLow fires when the upper end stays under the floor on "
+        "enough labels; GET /v1/agreement on the review server gives the whole table."
+    ),
+    REVIEW_PANELS[2][0]: (
+        "How many labelled answers each precision rests on (those the judge flagged in the "
+        "category, or all labelled answers at the answer level); under 'alerts from' "
+        "(VEREDITO_REVIEW_MIN_LABELS) a precision never alerts."
+    ),
+}
+
+
 def variable(name: str, metric: str) -> dict[str, Any]:
     return {
         "name": name,
@@ -291,28 +343,52 @@ def latest_table(panel_id: int, y: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def dashboard() -> dict[str, Any]:
+def grid(
+    specs: list[tuple[str, str, str, list[tuple[str, str]], int]], first_id: int, y: int
+) -> tuple[list[dict[str, Any]], int]:
+    """The panels of ``specs``, 8 high, left to right from row ``y``; and the next free row."""
     panels = []
-    x = y = 0
-    for i, (title, kind, unit, queries, width) in enumerate(PANELS, 1):
+    x = 0
+    for i, (title, kind, unit, queries, width) in enumerate(specs, first_id):
         if x + width > 24:
             x, y = 0, y + 8
-        panels.append(
-            {
-                "id": i,
-                "type": kind,
-                "title": title,
-                "datasource": DS,
-                "gridPos": {"x": x, "y": y, "w": width, "h": 8},
-                "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
-                "targets": [
-                    {"refId": chr(65 + n), "datasource": DS, "expr": expr, "legendFormat": legend}
-                    for n, (expr, legend) in enumerate(queries)
-                ],
-            }
-        )
+        panel = {
+            "id": i,
+            "type": kind,
+            "title": title,
+            "datasource": DS,
+            "gridPos": {"x": x, "y": y, "w": width, "h": 8},
+            "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+            "targets": [
+                {"refId": chr(65 + n), "datasource": DS, "expr": expr, "legendFormat": legend}
+                for n, (expr, legend) in enumerate(queries)
+            ],
+        }
+        if title in DESCRIPTIONS:
+            panel["description"] = DESCRIPTIONS[title]
+        panels.append(panel)
         x += width
-    panels.append(latest_table(len(PANELS) + 1, y + 8))
+    return panels, y + 8
+
+
+def row(panel_id: int, title: str, y: int) -> dict[str, Any]:
+    return {
+        "id": panel_id,
+        "type": "row",
+        "title": title,
+        "collapsed": False,
+        "gridPos": {"x": 0, "y": y, "w": 24, "h": 1},
+        "panels": [],
+    }
+
+
+def dashboard() -> dict[str, Any]:
+    panels, y = grid(PANELS, 1, 0)
+    panels.append(latest_table(len(PANELS) + 1, y))
+    y += 10  # the table's height
+    panels.append(row(len(PANELS) + 2, REVIEW_ROW, y))
+    review, _ = grid(REVIEW_PANELS, len(PANELS) + 3, y + 1)
+    panels += review
     return {
         "uid": "veredito-main",
         "title": "veredito — RAG hallucinations",
@@ -343,4 +419,4 @@ def dashboard() -> dict[str, Any]:
 if __name__ == "__main__":
     path = Path(__file__).parent / "dashboards" / "veredito.json"
     path.write_text(json.dumps(dashboard(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    print(f"{len(PANELS) + 1} panels -> {path}")
+    print(f"{len(PANELS) + len(REVIEW_PANELS) + 1} panels and a row -> {path}")
