@@ -240,3 +240,32 @@ def test_a_schema_3_store_gets_sample_keys(tmp_path: Path) -> None:
         (key,) = conn.execute("SELECT sample_key FROM verdicts").fetchone()
     new.close()
     assert key == sample_key("a", "x")
+
+
+def test_precision_gauges_follow_the_window(tmp_path: Path) -> None:
+    """A precision whose labels left the window is no longer exported (a stale figure must not
+    keep an alert firing)."""
+    from prometheus_client import CollectorRegistry
+
+    from veredito.labels import Label
+    from veredito.store.sql import open_sql_store
+    from veredito.web.labels import ReviewMetrics, refresh_precision
+
+    url = f"sqlite:///{tmp_path / 'v.db'}"
+    verdicts = judged_store(url, tmp_path)
+    store = open_sql_store(url)
+    try:
+        for v in with_claims(verdicts, 1)[:5]:
+            store.add_labels(
+                v["metadata"].get("app", ""), v["id"], "ana", [Label("claim", 0, True)]
+            )
+        metrics = ReviewMetrics(CollectorRegistry())
+        refresh_precision(store, metrics, "2000-01-01T00:00:00.000000Z", 1.0)
+        assert metrics.series and all(k[2] in ("llm", "rules") for k in metrics.series)
+        assert metrics.precision_labels.collect()[0].samples
+        refresh_precision(store, metrics, "2999-01-01T00:00:00.000000Z", 1.0)  # window empty
+        assert not metrics.series
+        assert not metrics.precision.collect()[0].samples
+        assert not metrics.precision_labels.collect()[0].samples
+    finally:
+        store.close()

@@ -108,8 +108,8 @@ def test_bad_maps_are_named(spec: str, message: str) -> None:
 
 
 def test_a_token_can_carry_a_preset() -> None:
-    tokens = Tokens("plain,sac:sac,lc::langchain")
-    grant = tokens.check("Bearer lc")
+    tokens = Tokens("plain-token-0123456,sac-token-0123456:sac,lc-token-0123456::langchain")
+    grant = tokens.check("Bearer lc-token-0123456")
     assert grant is not None and grant.app is None and grant.mapper is not None
-    assert tokens.check("Bearer sac").app == "sac"  # type: ignore[union-attr]
+    assert tokens.check("Bearer sac-token-0123456").app == "sac"  # type: ignore[union-attr]
     assert tokens.check("Bearer nope") is None and tokens.check(None) is None

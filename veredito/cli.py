@@ -296,7 +296,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     stream = _open_input(args.input)
     if stream is None:
         return 3
-    metrics = Metrics(app_label_limit=settings.app_label_limit)
+    metrics = Metrics(
+        app_label_limit=settings.app_label_limit, alert_confidence=settings.alert_confidence
+    )
     if settings.metrics_port:
         metrics.serve(settings.metrics_port)
     total = None

@@ -112,7 +112,10 @@ def metrics() -> Metrics:
     with _lock:
         if "metrics" not in _state:
             current = settings()
-            _state["metrics"] = Metrics(app_label_limit=current.app_label_limit)
+            _state["metrics"] = Metrics(
+                app_label_limit=current.app_label_limit,
+                alert_confidence=current.alert_confidence,
+            )
         value = _state["metrics"]
     assert isinstance(value, Metrics)
     return value

@@ -27,9 +27,13 @@ _CATEGORY_LABELS = frozenset((*CATEGORIES, "none"))
 
 class Metrics:
     def __init__(
-        self, registry: CollectorRegistry | None = None, app_label_limit: int = 50
+        self,
+        registry: CollectorRegistry | None = None,
+        app_label_limit: int = 50,
+        alert_confidence: float = 0.8,
     ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
+        self.alert_confidence = alert_confidence
         self._app_limit = app_label_limit
         self._apps: set[str] = set()
         self._lock = threading.Lock()
@@ -49,14 +53,16 @@ class Metrics:
         )
         self.hallucinated = Counter(
             "veredito_hallucinated_answers_total",
-            "Answers with at least one claim that is not grounded",
-            ["app", "judge"],
+            "Answers with at least one claim that is not grounded; confident: its "
+            "hallucination_confidence is at least VEREDITO_ALERT_CONFIDENCE",
+            ["app", "judge", "confident"],
             registry=r,
         )
         self.answers_by_category = Counter(
             "veredito_answers_with_category_total",
-            "Answers with at least one claim that is not grounded, by that claim's category",
-            ["app", "judge", "category"],
+            "Answers with at least one claim that is not grounded, by that claim's category; "
+            "confident: such a claim of the category has at least VEREDITO_ALERT_CONFIDENCE",
+            ["app", "judge", "category", "confident"],
             registry=r,
         )
         self.score = Histogram(
@@ -206,10 +212,17 @@ class Metrics:
                 if label in VERDICTS and category in _CATEGORY_LABELS:
                     self.child(self.claims, app, judge, label, category).inc(n)
             if verdict.hallucinated:
-                self.child(self.hallucinated, app, judge).inc()
+                confident = self.confident(verdict.hallucination_confidence)
+                self.child(self.hallucinated, app, judge, confident).inc()
+            sure: dict[str, float] = {}
+            for claim in verdict.claims:
+                if claim.verdict != "grounded" and claim.confidence is not None:
+                    category = claim.category or "GENERICA"
+                    sure[category] = max(sure.get(category, 0.0), claim.confidence)
             for category in verdict.categories:
                 if category in _CATEGORY_LABELS:
-                    self.child(self.answers_by_category, app, judge, category).inc()
+                    confident = self.confident(sure.get(category))
+                    self.child(self.answers_by_category, app, judge, category, confident).inc()
             if verdict.score is not None:
                 self.child(self.score, app, judge).observe(verdict.score)
             if verdict.faithfulness is not None:
@@ -218,6 +231,11 @@ class Metrics:
             self.child(self.latency, app).observe(latency)
         if verdict.cost_usd and not verdict.cached and verdict.judge is not None:
             self.child(self.cost, app, verdict.judge.model or "unknown").inc(verdict.cost_usd)
+
+    def confident(self, confidence: float | None) -> str:
+        """The ``confident`` label: "true" at or above the alert threshold. A verdict without
+        confidences (an older worker's) counts as confident, as every verdict used to."""
+        return "true" if confidence is None or confidence >= self.alert_confidence else "false"
 
     def record_repairs(self, kinds: Iterable[str]) -> None:
         for kind in kinds:

@@ -24,6 +24,7 @@ import hashlib
 import hmac
 import json
 import logging
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,6 +133,8 @@ class ReviewTokens:
 
 class ReviewMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
+        self.lock = threading.Lock()
+        self.series: set[tuple[str, str, str]] = set()  # (app, category, judge) now exported
         self.labels = Counter(
             "veredito_review_labels_total",
             "Labels stored by reviewers (one per claim, missed span or answer-level label)",
@@ -196,19 +199,28 @@ def agreement_of(
 
 
 def refresh_precision(store: SQLStore, metrics: ReviewMetrics, since: str, share: float) -> None:
-    """Set the precision gauges of every labelled app and judge (from a worker thread)."""
+    """Set the precision gauges of every labelled app and judge (from a worker thread), and
+    drop the series no longer computed (labels that aged out of the window): a stale precision
+    must not keep an alert firing."""
+    fresh: dict[tuple[str, str, str], dict[str, Any]] = {}
     for app in store.label_counts():
         for judge in JUDGES:
             result = agreement_of(store, Filters(app=app, since=since), judge, share)["uniform"]
             figures = {"answer": result["answer_level"], **result["categories"]}
             for category, numbers in figures.items():
-                if not numbers["labelled"]:
-                    continue
-                metrics.precision.labels(app, category, judge).set(numbers["precision"])
-                metrics.precision_low.labels(app, category, judge).set(
-                    numbers["precision_interval"][0]
-                )
-                metrics.precision_labels.labels(app, category, judge).set(numbers["labelled"])
+                if numbers["labelled"]:
+                    fresh[(app, category, judge)] = numbers
+    gauges = (metrics.precision, metrics.precision_low, metrics.precision_labels)
+    with metrics.lock:
+        for key in metrics.series - set(fresh):
+            for gauge in gauges:
+                with contextlib.suppress(KeyError):
+                    gauge.remove(*key)
+        for key, numbers in fresh.items():
+            metrics.precision.labels(*key).set(numbers["precision"])
+            metrics.precision_low.labels(*key).set(numbers["precision_interval"][0])
+            metrics.precision_labels.labels(*key).set(numbers["labelled"])
+        metrics.series = set(fresh)
 
 
 def submit(
