@@ -52,6 +52,17 @@ class Report:
         """Hallucinated answers among those judged (status ok)."""
         return self.summary.hallucinated / self.summary.ok if self.summary.ok else 0.0
 
+    def confident(self, threshold: float = 0.8) -> list[Verdict]:
+        """The hallucinated answers the judge is sure of: ``hallucination_confidence`` at or above
+        ``threshold`` (spec §17; the alerts' default line is 0.8)."""
+        return [
+            v
+            for v in self.verdicts
+            if v.hallucinated
+            and v.hallucination_confidence is not None
+            and v.hallucination_confidence >= threshold
+        ]
+
     def to_jsonl(self, path: str | Path) -> Path:
         """One verdict per line, as ``veredito run --out`` writes them."""
         target = Path(path)
@@ -71,6 +82,7 @@ class Report:
                     "app": v.app,
                     "status": v.status,
                     "hallucinated": v.hallucinated,
+                    "hallucination_confidence": v.hallucination_confidence,
                     "score": v.score,
                     "categories": ", ".join(sorted(v.categories)),
                     "claims": len(v.claims),
@@ -101,7 +113,10 @@ class Report:
             f"{s.hallucinated} hallucinated ({self.hallucination_rate:.1%}), "
             f"{s.rejected} rejected, {s.failed} failed</p>"
         )
-        columns = ["id", "status", "hallucinated", "score", "categories", "query"]
+        columns = [
+            "id", "status", "hallucinated", "hallucination_confidence", "score", "categories",
+            "query",
+        ]  # fmt: skip
         rows = "".join(
             "<tr>" + "".join(f"<td>{html.escape(str(r[c] if r[c] is not None else ''))}</td>"
                              for c in columns) + "</tr>"

@@ -75,6 +75,19 @@ class Report:
     categories: dict[str, Counts] = field(default_factory=lambda: {c: Counts() for c in CATEGORIES})
     confusion: Counter[tuple[str, str]] = field(default_factory=Counter)
     errors: list[dict[str, Any]] = field(default_factory=list)  # misjudged records
+    # spec §17: answers and categories counted only where the judge is sure (confidence at or
+    # above ``threshold``), and each claim's (confidence, right) for the calibration error
+    threshold: float = 0.8
+    confident_answers: Counts = field(default_factory=Counts)
+    confident_categories: dict[str, Counts] = field(
+        default_factory=lambda: {c: Counts() for c in CATEGORIES}
+    )
+    claim_confidences: list[tuple[float, bool]] = field(default_factory=list)
+
+    def calibration(self) -> dict[str, Any]:
+        from veredito.worker.fitting import reliability
+
+        return reliability(self.claim_confidences)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -87,6 +100,12 @@ class Report:
                 for (g, p), n in sorted(self.confusion.items())
             ],
             "misjudged": self.errors,
+            "confidence": {
+                "threshold": self.threshold,
+                "answer_level": self.confident_answers.as_dict(),
+                "categories": {c: v.as_dict() for c, v in self.confident_categories.items()},
+                "claims": self.calibration(),
+            },
         }
 
     def by_verdict(self) -> str:
@@ -129,6 +148,21 @@ class Report:
             lines.append(
                 f"{category:<14}{fmt(c.precision):>10}{fmt(c.recall):>8}{fmt(c.f1):>6}"
                 f"{c.tp + c.fn:>9}{c.fp:>5}"
+            )
+        if self.claim_confidences:
+            c = self.confident_answers
+            cal = self.calibration()
+            lines += [
+                "",
+                f"confident (hallucination_confidence ≥ {self.threshold:g})  precision "
+                f"{fmt(c.precision)}  recall {fmt(c.recall)}  (tp {c.tp}, fp {c.fp}, fn {c.fn})",
+                f"{'category':<14}{'precision':>10}{'recall':>8}{'fp':>5}",
+            ]
+            for category, k in self.confident_categories.items():
+                lines.append(f"{category:<14}{fmt(k.precision):>10}{fmt(k.recall):>8}{k.fp:>5}")
+            lines.append(
+                f"claim confidences: {cal['claims']} claims, expected calibration error "
+                f"{cal['ece']}"
             )
         if self.confusion:
             columns = [*VERDICTS, "missed"]
@@ -189,6 +223,26 @@ def score(records: Sequence[dict[str, Any]], verdicts: Sequence[Verdict]) -> Rep
         for category, counts in report.categories.items():
             counts.add(category in predicted_categories, category in gold_categories)
         folded = [fold(c.text) for c in verdict.claims]
+        needles_all = [fold(span["text"]) for span in labels.get("spans", [])]
+        sure = verdict.hallucination_confidence
+        report.confident_answers.add(
+            predicted and sure is not None and sure >= report.threshold, labels["hallucinated"]
+        )
+        sure_categories = {
+            c.category or "GENERICA"
+            for c in verdict.claims
+            if c.verdict != "grounded" and c.confidence is not None
+            and c.confidence >= report.threshold
+        }  # fmt: skip
+        for category, counts in report.confident_categories.items():
+            counts.add(category in sure_categories, category in gold_categories)
+        for judged, text in zip(verdict.claims, folded, strict=True):
+            if judged.confidence is None:
+                continue
+            bad = any(n in text for n in needles_all)
+            report.claim_confidences.append(
+                (judged.confidence, bad if judged.verdict != "grounded" else not bad)
+            )
         for span in labels.get("spans", []):
             gold = span.get("verdict")
             if gold not in VERDICTS:

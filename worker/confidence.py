@@ -247,10 +247,20 @@ def rules_features(judged: Any) -> dict[str, float]:
         features[f"c:{judged.category or 'GENERICA'}"] = 1.0
         features["bad_checks"] = min(len(bad), 3) / 3
         if bad:
-            features[f"f:{FINDINGS.get(bad[0].finding or '', 'absent')}"] = 1.0
-            kind = _kind(bad[0].mention.kinds)
+            first = bad[0]
+            features[f"f:{FINDINGS.get(first.finding or '', 'absent')}"] = 1.0
+            kind = _kind(first.mention.kinds)
             if kind:
                 features[f"k:{kind}"] = 1.0
+            if first.why:
+                features[f"why:{first.why}"] = 1.0
+            if first.nearest is not None:
+                # a value near a context one is a slip; one far from all is often computed
+                features["near"] = first.nearest
+                features["near:close"] = float(first.nearest >= 0.8)
+                features["near:far"] = float(first.nearest < 0.3)
+            elif kind in ("money", "percent", "duration", "count", "number", "date"):
+                features["near:none"] = 1.0
         else:
             features["f:lexical"] = 1.0
     else:

@@ -213,6 +213,11 @@ class Check:
     # absent_from_context | conflicts_with_context | invalid_check_digit | derived
     finding: str | None
     derivation: Derivation | None = None
+    # for a finding, what the confidence rests on (worker/confidence.py): why (year,
+    # other_state, wrong_slot, same_slot, kind_elsewhere, kind_absent, given), and for a
+    # quantity how near the nearest context value of its kind is (1: equal, towards 0: far)
+    why: str | None = None
+    nearest: float | None = None
 
 
 @dataclass
@@ -466,12 +471,14 @@ def _check(
     """``mention`` of the digitised ``claim`` (whose mentions have the keys ``own``) checked
     against the context."""
     if mention.keys & ctx.keys or _grounded_by_parts(mention, ctx):
-        if (
-            _year_conflict(mention, ctx)
-            or _other_state(mention, ctx)
-            or _wrong_slot(mention, claim, ctx)
+        for why, conflict in (
+            ("year", _year_conflict),
+            ("other_state", _other_state),
         ):
-            return Check(mention, "contradicted", "conflicts_with_context")
+            if conflict(mention, ctx):
+                return Check(mention, "contradicted", "conflicts_with_context", why=why)
+        if _wrong_slot(mention, claim, ctx):
+            return Check(mention, "contradicted", "conflicts_with_context", why="wrong_slot")
         return Check(mention, "grounded", None)
     if mention.keys & ctx.given:  # a value the user gave in the query ...
         if not mention.contradictable:
@@ -505,12 +512,45 @@ def _check(
             if derivation is not None:
                 return Check(mention, "grounded", "derived", derivation)
     if mention.contradictable and mention.kinds & ctx.kinds and _same_slot(mention, claim, ctx):
-        status, finding = "contradicted", "conflicts_with_context"
+        status, finding, why = "contradicted", "conflicts_with_context", "same_slot"
     else:
         status, finding = "invented", "absent_from_context"
+        why = "kind_elsewhere" if mention.kinds & ctx.kinds else "kind_absent"
+    if mention.keys & ctx.given:
+        why = "given"
     if mention.invalid:
         finding = "invalid_check_digit"
-    return Check(mention, status, finding)
+    nearest = _nearest(mention, ctx) if quantity else None
+    return Check(mention, status, finding, why=why, nearest=nearest)
+
+
+def _nearest(mention: Mention, ctx: ContextIndex) -> float | None:
+    """How near the nearest context value of the mention's kind is: ``exp(-|ln(a/b)|)``, 1 for
+    equal values, towards 0 for far ones (a computed total is usually far from its operands, a
+    mistyped value near the right one). None when the context has no number of its kind."""
+    best: float | None = None
+    for key in mention.keys:
+        kind, _, raw = key.partition("|")
+        mine = _number(raw)
+        if mine is None or mine <= 0:
+            continue
+        for other in ctx.keys:
+            if not other.startswith(kind + "|") or other == key:
+                continue
+            theirs = _number(other.partition("|")[2])
+            if theirs is None or theirs <= 0:
+                continue
+            near = min(mine, theirs) / max(mine, theirs)
+            if best is None or near > best:
+                best = near
+    return best
+
+
+def _number(raw: str) -> float | None:
+    try:
+        return float(raw)
+    except ValueError:
+        return None
 
 
 def _year_conflict(mention: Mention, ctx: ContextIndex) -> bool:
