@@ -83,6 +83,7 @@ class Report:
         default_factory=lambda: {c: Counts() for c in CATEGORIES}
     )
     claim_confidences: list[tuple[float, bool]] = field(default_factory=list)
+    claim_flagged: list[bool] = field(default_factory=list)  # parallel: the claim was flagged
 
     def calibration(self) -> dict[str, Any]:
         from veredito.worker.fitting import reliability
@@ -243,6 +244,7 @@ def score(records: Sequence[dict[str, Any]], verdicts: Sequence[Verdict]) -> Rep
             report.claim_confidences.append(
                 (judged.confidence, bad if judged.verdict != "grounded" else not bad)
             )
+            report.claim_flagged.append(judged.verdict != "grounded")
         for span in labels.get("spans", []):
             gold = span.get("verdict")
             if gold not in VERDICTS:

@@ -56,6 +56,7 @@ class Filters:
     verdict: str | None = None  # a claim with this verdict (grounded, partial, ...)
     since: str | None = None  # timestamps in TIME_FORMAT (see parse_when)
     until: str | None = None
+    min_confidence: float | None = None  # hallucination_confidence at least this
 
 
 @dataclass
@@ -106,7 +107,7 @@ def _evaluated_at(value: Any) -> str:
 
 
 # id, app, status, hallucinated, score, faithfulness_score, judge_kind, judge_model,
-# evaluated_at, categories, body, sample_key
+# evaluated_at, categories, body, sample_key, hallucination_confidence
 VerdictRow = tuple[
     str,
     str,
@@ -120,13 +121,19 @@ VerdictRow = tuple[
     str | None,
     str,
     float,
+    float | None,
 ]
-# verdict_id, position, text, verdict, category, chunk_idx, source, app
-ClaimRow = tuple[str, int, str, str, str | None, int | None, str | None, str]
+# verdict_id, position, text, verdict, category, chunk_idx, source, app, confidence
+ClaimRow = tuple[str, int, str, str, str | None, int | None, str | None, str, float | None]
 
 
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _probability(value: Any) -> float | None:
+    number = _number(value)
+    return number if number is not None and 0.0 <= number <= 1.0 else None
 
 
 def _text(value: Any) -> str | None:
@@ -173,6 +180,7 @@ def rows_of(body: bytes) -> tuple[VerdictRow, list[ClaimRow]] | None:
         " ".join(sorted(str(c) for c in categories)) or None,
         body.decode("utf-8", "replace"),
         sample_key(app, verdict_id),
+        _probability(verdict.get("hallucination_confidence")),
     )
     claims: list[ClaimRow] = []
     raw_claims = verdict.get("claims")
@@ -192,6 +200,7 @@ def rows_of(body: bytes) -> tuple[VerdictRow, list[ClaimRow]] | None:
                 else None,
                 _text(claim.get("source")),
                 app,
+                _probability(claim.get("confidence")),
             )
         )
     return row, claims

@@ -48,9 +48,9 @@ log = logging.getLogger(__name__)
 _FILE = re.compile(r"^(\d{4})_(\w+)\.sql$")
 _VERDICT_COLUMNS = (
     "id, app, status, hallucinated, score, faithfulness_score, judge_kind, judge_model, "
-    "evaluated_at, categories, body, sample_key"
+    "evaluated_at, categories, body, sample_key, hallucination_confidence"
 )
-_CLAIM_COLUMNS = "verdict_id, position, text, verdict, category, chunk_idx, source, app"
+_CLAIM_COLUMNS = "verdict_id, position, text, verdict, category, chunk_idx, source, app, confidence"
 _PG_LOCK = 7_465_102_301  # pg_advisory_xact_lock key for migrations
 
 
@@ -298,6 +298,9 @@ class SQLStore:
         if filters.until is not None:
             where.append(f"v.evaluated_at < {self._time_param()}")
             params.append(filters.until)
+        if filters.min_confidence is not None:
+            where.append("v.hallucination_confidence >= %s")
+            params.append(filters.min_confidence)
         return where, params
 
     def _time_param(self) -> str:
@@ -583,13 +586,16 @@ class SQLStore:
         best: tuple[tuple[int, int], tuple[str, str, str]] | None = None
         for position, (row_app, row_id, categories, body) in enumerate(rows):
             verdict = self._body(body)
+            sure = verdict.get("hallucination_confidence")
             if _judges_disagree(verdict):
                 rank, reason = (0, position), "judges_disagree"
+            elif isinstance(sure, int | float) and LOW_CONFIDENCE[0] <= sure < LOW_CONFIDENCE[1]:
+                rank, reason = (1, position), "low_confidence"
             else:
                 cats = str(categories or "GENERICA").split()
                 rarest = min(cats, key=lambda c: (int(labelled.get(c, 0)), c))
                 rank, reason = (
-                    (1 + int(labelled.get(rarest, 0)), position),
+                    (2 + int(labelled.get(rarest, 0)), position),
                     f"rare_category:{rarest}",
                 )
             if best is None or rank < best[0]:
@@ -597,6 +603,8 @@ class SQLStore:
         return None if best is None else best[1]
 
 
+# a hallucination the judge is this unsure of teaches the most (spec §17's confidence)
+LOW_CONFIDENCE = (0.35, 0.75)
 _LABEL_COLUMNS = (
     "submission, app, verdict_id, kind, claim_idx, reviewer, created_at, correct, verdict, "
     "category, text, hallucinated, note"
@@ -737,11 +745,11 @@ class SQLiteStore(SQLStore):
                 existing.update((r[0], r[1]) for r in found)
             new = [(row, claims) for row, claims in batch if (row[1], row[0]) not in existing]
             conn.executemany(
-                f"INSERT INTO verdicts ({_VERDICT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                self.sql(f"INSERT INTO verdicts ({_VERDICT_COLUMNS}) VALUES ({_marks(13)})"),
                 [row for row, _ in new],
             )
             conn.executemany(
-                f"INSERT INTO claims ({_CLAIM_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)",
+                self.sql(f"INSERT INTO claims ({_CLAIM_COLUMNS}) VALUES ({_marks(9)})"),
                 [claim for _, claims in new for claim in claims],
             )
         return len(new)

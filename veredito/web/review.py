@@ -6,16 +6,20 @@ Routes (mounted when ``serve`` is given a store):
   newest first, keyset pagination (``next_cursor``); ``GET /v1/verdicts/{id}``;
   ``GET /v1/stats?app=&since=&until=`` (answers, hallucinated, by status, category and verdict).
 - ``GET /`` the list with its filters and counts, ``GET /verdicts/{id}`` one answer with its
-  claims highlighted, ``GET /static/review.css``.
+  claims highlighted, ``GET /static/review.css``, ``GET /static/review.js``;
+- the reviewers' sign-in, labelling forms and queue: :mod:`veredito.web.page_labels`.
 
 Read tokens (``VEREDITO_READ_TOKENS``, ``token`` or ``token:app``) are separate from ingest
 tokens: neither opens the other's routes. The API takes ``Authorization: Bearer``; the page also
-takes HTTP Basic with the token as password, so a browser can ask for it. A ``token:app`` token
-sees only that app. With no read tokens, reads are open only when the server listens on loopback
-(or with ``--insecure-no-auth``).
+takes HTTP Basic with the token as password, so a browser can ask for it, and a reviewer's
+session cookie (a grant for the reviewer's app). A ``token:app`` token sees only that app. With no
+read tokens, reads are open only when the server listens on loopback (or with
+``--insecure-no-auth``).
 
-Everything on the page that comes from a verdict is escaped by Jinja2's autoescape, and the
-page is sent with a Content-Security-Policy that allows no script at all.
+Everything on the page that comes from a verdict or a reviewer is escaped by Jinja2's
+autoescape, and the page is sent with a Content-Security-Policy that allows no script, but for
+the answer page with its labelling form: that one allows the server's own ``review.js``
+(``script-src 'self'``: no inline script, no eval).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from prometheus_client import CollectorRegistry
 from veredito.producer.ingest import Grant, Tokens
 from veredito.store import Filters, SQLStore, StoreUnavailable, parse_when
 from veredito.store.sql import AmbiguousId
+from veredito.web import page_labels
 from veredito.web.highlight import claim_spans, marked_chunk, path_segment, segments
 from veredito.web.labels import LABEL_ROUTES, ReviewMetrics, ReviewTokens, add_label_routes
 from veredito.worker.verdict import CATEGORIES, VERDICTS
@@ -48,7 +53,16 @@ __all__ = ["API_ROUTES", "PAGE_ROUTES", "BadParameter", "Review", "add_routes"]
 log = logging.getLogger(__name__)
 
 API_ROUTES = ("/v1/verdicts", "/v1/verdicts/{id}", "/v1/stats", *LABEL_ROUTES)
-PAGE_ROUTES = ("/", "/verdicts/{id}", "/static/review.css")
+PAGE_ROUTES = (
+    "/",
+    "/verdicts/{id}",
+    "/static/review.css",
+    "/static/review.js",
+    "/entrar",
+    "/sair",
+    "/verdicts/{id}/rotulos",
+    "/revisar/proxima",
+)
 STATUSES = ("ok", "rejected", "failed")
 MAX_LIMIT = 500
 CITED_BUDGET = 200_000  # characters of cited excerpts on one answer's page
@@ -57,6 +71,7 @@ CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'"
 )
+CSP_SCRIPT = CSP.replace("style-src 'self';", "style-src 'self'; script-src 'self';")
 
 VERDICT_LABELS = {
     "grounded": "apoiada",
@@ -174,6 +189,17 @@ def _filters(query: Any, grant: Grant) -> Filters:
         except (ValueError, OverflowError) as exc:
             message = str(exc) if isinstance(exc, ValueError) else "out of range"
             raise BadParameter(name, message) from None
+    confidence = one("confidence")
+    min_confidence = None
+    if confidence is not None:
+        try:
+            min_confidence = float(confidence)
+        except ValueError:
+            min_confidence = -1.0
+        if not 0.0 <= min_confidence <= 1.0:
+            raise BadParameter(
+                "confidence", "a number from 0 to 1 (the least hallucination_confidence)"
+            )
     app = one("app")
     if grant.app is not None:
         app = grant.app  # a token for one app sees that app only
@@ -185,6 +211,7 @@ def _filters(query: Any, grant: Grant) -> Filters:
         verdict=one("verdict", VERDICTS),
         since=times["since"],
         until=times["until"],
+        min_confidence=min_confidence,
     )
 
 
@@ -321,6 +348,12 @@ def _environment() -> Any:
         STATUSES=STATUSES,
         PERIODS=PERIODS,
     )
+    # the reviewer's parts of the pages are off unless a handler turns them on
+    env.globals.update(
+        script=False, viewer=None, sign_in=False, next_link=None, labelling=None, notes=[],
+        notes_hidden=False, denied=False, reason=None, saved=False, previous_saved=False,
+        form_error=None,
+    )  # fmt: skip
     env.filters["pct"] = lambda part, whole: f"{100 * part / whole:.1f}".replace(".", ",") + " %"
     env.filters["num"] = lambda value: f"{value:.2f}".replace(".", ",")
     env.filters["when"] = lambda text: str(text or "")[:19].replace("T", " ") + " UTC"
@@ -331,24 +364,29 @@ def _environment() -> Any:
 _ENV: Any = None
 
 
-def _render(name: str, status: int = 200, headers: dict[str, str] | None = None, **context: Any
-            ) -> web.Response:  # fmt: skip
+def _render(name: str, status: int = 200, headers: dict[str, str] | None = None, *,
+            script: bool = False, **context: Any) -> web.Response:  # fmt: skip
+    """A page; ``script``: it loads ``/static/review.js`` and its CSP allows that (and only
+    that). ``viewer`` (the signed-in reviewer) and ``sign_in`` (offer it) fill the header."""
     global _ENV
     if _ENV is None:
         try:
             _ENV = _environment()
         except RuntimeError as exc:  # a base install: the API works, the page needs the extra
             return web.Response(text=str(exc), status=501, content_type="text/plain")
-    html = _ENV.get_template(name).render(**context)
+    html = _ENV.get_template(name).render(script=script, **context)
     return web.Response(
         text=html,
         status=status,
         content_type="text/html",
         charset="utf-8",
         headers={
-            "Content-Security-Policy": CSP,
+            "Content-Security-Policy": CSP_SCRIPT if script else CSP,
             "X-Content-Type-Options": "nosniff",
-            "Referrer-Policy": "no-referrer",
+            # same-origin, not no-referrer: a form's POST then carries this server's Origin
+            # (no-referrer makes it "null"), which POST /entrar checks
+            "Referrer-Policy": "same-origin",
+            "Cache-Control": "no-store",
             **(headers or {}),
         },
     )
@@ -362,16 +400,24 @@ def _store_away_page() -> web.Response:
 
 
 def _page_grant(request: web.Request) -> Grant | web.Response:
+    """A read token (Basic) or open reads, else a reviewer's session: a read grant for the
+    reviewer's app (every app for a reviewer of all)."""
     grant = _grant(request, page=True)
-    if grant is None:
-        return _render(
-            "error.html",
-            401,
-            {"WWW-Authenticate": 'Basic realm="veredito", charset="UTF-8"'},
-            title="Acesso restrito",
-            message="Entre com um token de leitura (VEREDITO_READ_TOKENS) como senha.",
-        )
-    return grant
+    if grant is not None:
+        return grant
+    session = page_labels.session_of(request)
+    if session is not None:
+        return Grant(app=session.reviewer.app)
+    reviewers = bool(request.app[REVIEW].reviewers)
+    return _render(
+        "error.html",
+        401,
+        {"WWW-Authenticate": 'Basic realm="veredito", charset="UTF-8"'},
+        title="Acesso restrito",
+        message="Entre com um token de leitura (VEREDITO_READ_TOKENS) como senha"
+        + (", ou como revisor." if reviewers else "."),
+        sign_in=reviewers,
+    )
 
 
 def _text(value: Any) -> str:
@@ -447,8 +493,12 @@ async def page_list(request: web.Request) -> web.Response:
     keep = {k: v for k, v in request.query.items() if k != "cursor" and v}
     keep.setdefault("period", period)
     more = "?" + urlencode({**keep, "cursor": page.next_cursor}) if page.next_cursor else None
+    session = page_labels.session_of(request)
     return _render(
         "list.html",
+        viewer=page_labels.viewer(session),
+        sign_in=bool(request.app[REVIEW].reviewers),
+        next_link=None if session is None else page_labels.queue_link(filters.app or ""),
         rows=[_row(v) for v in page.items],
         stats=stats,
         form={
@@ -519,12 +569,28 @@ async def page_verdict(request: web.Request) -> web.Response:
             "error.html", 404, title="Veredito não encontrado",
             message="Nenhum veredito com este id.",
         )  # fmt: skip
+    session = page_labels.session_of(request)
+    store = request.app[REVIEW].store
+    try:
+        rows = await _call(request, store.labels_of, _row(verdict)["app"], _row(verdict)["id"])
+    except StoreUnavailable:
+        return _store_away_page()
+    parts = page_labels.page_context(verdict, rows, session, request.query)
     # highlighting and rendering are CPU work in proportion to the answer: off the event loop
-    response: web.Response = await _call(request, _verdict_page, verdict)
+    response: web.Response = await _call(
+        request, _verdict_page, verdict, 200, session, parts, bool(request.app[REVIEW].reviewers)
+    )
     return response
 
 
-def _verdict_page(verdict: dict[str, Any]) -> web.Response:
+def _verdict_page(
+    verdict: dict[str, Any],
+    status: int,
+    session: page_labels.Session | None,
+    reviewing: dict[str, Any],
+    sign_in: bool = True,
+) -> web.Response:
+    """The answer page; ``reviewing``: its reviewer parts (:func:`page_labels.page_context`)."""
     answer_segments, claims, has_input = _claims_view(verdict)
     given = _dict(verdict.get("input"))
     findings = [f for f in _list(verdict.get("rule_findings")) if isinstance(f, dict)]
@@ -532,6 +598,11 @@ def _verdict_page(verdict: dict[str, Any]) -> web.Response:
     judge = _dict(verdict.get("judge"))
     return _render(
         "verdict.html",
+        status,
+        script=reviewing["labelling"] is not None,
+        viewer=page_labels.viewer(session),
+        sign_in=sign_in,
+        **reviewing,
         row=_row(verdict),
         query=_text(given.get("query")),
         answer=answer_segments,
@@ -564,6 +635,15 @@ async def stylesheet(request: web.Request) -> web.Response:
     )
 
 
+async def script(request: web.Request) -> web.Response:
+    js = resources.files("veredito.web").joinpath("static", "review.js").read_text()
+    return web.Response(
+        text=js,
+        content_type="text/javascript",
+        headers={"Cache-Control": "max-age=3600", "X-Content-Type-Options": "nosniff"},
+    )
+
+
 def add_routes(app: web.Application, review: Review) -> None:
     app[REVIEW] = review
     app.router.add_get("/v1/verdicts", api_list)
@@ -572,6 +652,8 @@ def add_routes(app: web.Application, review: Review) -> None:
     app.router.add_get("/", page_list)
     app.router.add_get("/verdicts/{id}", page_verdict)
     app.router.add_get("/static/review.css", stylesheet)
+    app.router.add_get("/static/review.js", script)
+    page_labels.add_page_label_routes(app)
     add_label_routes(app)
 
     async def close(_: web.Application) -> None:
@@ -608,6 +690,7 @@ def openapi_part() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         param("verdict", "an answer with a claim of this verdict", enum=list(VERDICTS)),
         param("since", "ISO 8601 moment (UTC when no zone) or a span back from now: 15m, 1h, 7d"),
         param("until", "ISO 8601 moment or span, exclusive"),
+        param("confidence", "answers whose hallucination_confidence is at least this (0 to 1)"),
     ]  # fmt: skip
     errors = {
         "400": error("a parameter is invalid (named in the message)"),
@@ -616,7 +699,11 @@ def openapi_part() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     }
     security: list[dict[str, list[str]]] = [{"read": []}]
     html = {"content": {"text/html": {"schema": {"type": "string"}}}}
-    page_security: list[dict[str, list[str]]] = [{"read": []}, {"readBasic": []}]
+    page_security: list[dict[str, list[str]]] = [
+        {"read": []},
+        {"readBasic": []},
+        {"reviewSession": []},
+    ]
     paths: dict[str, Any] = {
         "/v1/verdicts": {
             "get": {
@@ -707,6 +794,14 @@ def openapi_part() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
                 "responses": {"200": {"description": "CSS"}},
             }
         },
+        "/static/review.js": {
+            "get": {
+                "summary": "the answer page's keyboard shortcuts (the page works without it)",
+                "security": [],
+                "responses": {"200": {"description": "JavaScript"}},
+            }
+        },
+        **page_labels.openapi_paths(),
     }
     count = {"type": "integer", "minimum": 0}
     schemas = {
@@ -740,5 +835,12 @@ def openapi_part() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         "read": {"type": "http", "scheme": "bearer", "description": "VEREDITO_READ_TOKENS"},
         "readBasic": {"type": "http", "scheme": "basic", "description": "any user, read token"},
         "review": {"type": "http", "scheme": "bearer", "description": "VEREDITO_REVIEW_TOKENS"},
+        "reviewSession": {
+            "type": "apiKey",
+            "in": "cookie",
+            "name": page_labels.SESSION_COOKIE,
+            "description": "the review page's session (POST /entrar with a review token); "
+            "page routes only, never the JSON API",
+        },
     }
     return schemes, schemas, paths
