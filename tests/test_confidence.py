@@ -143,3 +143,41 @@ def test_the_shipped_calibration_is_fresh(tmp_path: Path) -> None:
         a, b = fresh["judges"]["rules"][part], shipped["judges"]["rules"][part]
         assert a["features"] == b["features"], "stale: run `make calibration`"
         assert a["coef"] == pytest.approx(b["coef"], abs=1e-4), "stale: run `make calibration`"
+
+
+def test_llm_verdicts_with_labels_replace_the_prior() -> None:
+    """From a store, the LLM judge's stored claims and the reviewers' labels fit its models."""
+    from veredito.worker.fitting import fit_calibration, llm_examples, rules_examples
+
+    context = ["O prazo de desistência é de 7 dias (art. 49 do CDC)."]
+    records, verdicts = [], []
+    for i in range(60):
+        wrong = i % 3 == 0
+        answer = f"O prazo é de {30 if wrong else 7} dias. Atendimento número {i}."
+        claims = [
+            {"text": f"O prazo é de {30 if wrong else 7} dias.", "verdict": "contradicted" if i % 2 else "grounded",
+             "category": "PRAZO_VALOR" if i % 2 else None},
+            {"text": f"Atendimento número {i}.", "verdict": "grounded", "category": None},
+        ]  # fmt: skip
+        spans = (
+            [{"text": "30 dias", "category": "PRAZO_VALOR", "verdict": "contradicted"}]
+            if wrong
+            else []
+        )
+        records.append({"id": f"r{i}", "query": "Qual o prazo?", "context": context, "answer": answer,
+                        "labels": {"hallucinated": wrong, "spans": spans}})  # fmt: skip
+        verdicts.append(
+            {
+                "id": f"r{i}",
+                "status": "ok",
+                "judge": {"kind": "llm", "model": "m"},
+                "claims": claims,
+            }
+        )
+    examples = llm_examples(records, verdicts)
+    assert len(examples) == 120
+    assert any(e.features.get("llm:grounded&rules:flag") for e in examples)  # the rules see 30
+    body = fit_calibration(rules_examples(records), examples, "equipe", ["store"])
+    assert body["judges"]["llm"]["calibration"] == "equipe"
+    assert body["judges"]["llm"]["flagged"]["kind"] in ("logistic", "table")
+    assert "llm" in body["held_out"]
