@@ -1,6 +1,7 @@
 """The review page in a real browser: Debian's chromium, headless, driven by Selenium through
 Debian's chromium-driver. Real verdicts of the shipped examples (``veredito run --to sqlite``),
-plus one answer that tries to run script.
+plus one answer that tries to run script; and a reviewer who signs in and labels an answer with
+the keyboard alone.
 
 Screenshots go to the test's temporary folder; with ``UPDATE_SCREENSHOTS=1`` they also
 replace the ones ``docs/review.md`` shows.
@@ -8,19 +9,24 @@ replace the ones ``docs/review.md`` shows.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from tests.conftest import IN_CI, ROOT
 from tests.test_review import hostile_verdict, reading
+from tests.test_serve import call
 from veredito.store import open_store
+from veredito.worker.verdict import Claim, JudgeInfo, TripleInput, Verdict
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -185,3 +191,194 @@ def test_readable_on_a_phone(browser: Any, site: str, tmp_path: Path) -> None:
         )
         assert overflow <= 0, f"{path} scrolls sideways by {overflow}px on a phone"
     shot(browser, tmp_path, "review-phone")
+
+
+# -- a reviewer labels with the keyboard ----------------------------------------------------------
+READ = "leitura-navegador-3b8d1f6a2c"
+ANA, BIA = "rev-ana-navegador-8Kd3mQ7x", "rev-bia-navegador-2Pw9vL4c"
+CDC = (
+    "O art. 49 do Código de Defesa do Consumidor garante o direito de desistir da compra feita "
+    "fora do estabelecimento comercial no prazo de 7 dias, contados do recebimento do produto."
+)
+
+
+def answer_to_review(n: int) -> Verdict:
+    """An answer the judge passed whole, though its first claim counts the days from the wrong
+    date: the reviewer's correction is "contradicts the context, Prazo ou valor"."""
+    claims = [
+        f"O prazo de 7 dias é contado da data da compra{' online' * (n % 2)}.",
+        "A desistência vale para compras feitas fora da loja, como pela internet.",
+        "Os valores pagos são devolvidos de imediato e com correção monetária.",
+    ]
+    return Verdict(
+        id=f"sac-{101 + n}",
+        status="ok",
+        judge=JudgeInfo(kind="llm", model="qwen2.5-7b-instruct"),
+        claims=[
+            Claim(text=text, verdict="grounded", chunk_idx=(0, 0, 1)[i], source="llm")
+            for i, text in enumerate(claims)
+        ],
+        score=1.0,
+        hallucinated=False,
+        metadata={"app": "sac-varejo"},
+        evaluated_at=(datetime.now(UTC) - timedelta(minutes=n)).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        input=TripleInput(
+            query="Posso desistir de uma compra feita pela internet? Em quanto tempo?",
+            context=[
+                CDC,
+                "Os valores pagos serão devolvidos de imediato, monetariamente "
+                "atualizados (art. 49, parágrafo único, do CDC).",
+            ],
+            answer=" ".join(claims[:2]) + " Além disso, " + claims[2][0].lower() + claims[2][1:],
+        ),
+    )
+
+
+@pytest.fixture
+def reviewing_site(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    url = f"sqlite:///{tmp_path / 'verdicts.db'}"
+    store = open_store(url)
+    store.write([answer_to_review(n).model_dump_json().encode() for n in range(3)])
+    store.close()
+    env = {"VEREDITO_READ_TOKENS": READ, "VEREDITO_REVIEW_TOKENS": f"{ANA}:ana,{BIA}:bia",
+           "VEREDITO_REVIEW_SAMPLE": "1"}  # fmt: skip
+    with reading(url, **env) as base:
+        yield base, url
+
+
+def press(driver: Any, *keys: str) -> None:
+    """Keys to whatever has the focus, as a person types them."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    ActionChains(driver).send_keys(*keys).perform()
+
+
+def active_id(driver: Any) -> str:
+    return str(driver.switch_to.active_element.get_attribute("id"))
+
+
+def choose_with_arrows(driver: Any, value: str) -> None:
+    """Move the focused list's choice with the arrow keys until it is ``value``."""
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select
+
+    element = driver.switch_to.active_element
+    assert element.tag_name == "select"
+    for _ in range(12):
+        if Select(element).first_selected_option.get_attribute("value") == value:
+            return
+        press(driver, Keys.ARROW_DOWN)
+    raise AssertionError(f"the arrow keys never chose {value!r} in #{element.get_attribute('id')}")
+
+
+def test_a_reviewer_labels_an_answer_with_the_keyboard_alone(
+    browser: Any, reviewing_site: tuple[str, str], tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    site, url = reviewing_site
+    status, before, _ = call(site, "GET", "/v1/agreement", token=READ)
+    assert status == 200 and before["uniform"]["answers"] == 0
+    browser.delete_all_cookies()
+    browser.set_window_size(1280, 900)
+    try:
+        browser.get(site + "/entrar")
+        assert active_id(browser) == "f-token"  # the token field has the focus
+        shot(browser, tmp_path, "review-signin")
+        press(browser, ANA, Keys.ENTER)
+        wait(browser, lambda d: urlsplit(d.current_url).path == "/", "the list after signing in")
+        cookie = browser.get_cookie("veredito_sessao")
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and ANA not in cookie["value"]
+        assert "Revisor: ana" in browser.find_element(By.CSS_SELECTOR, "header.top").text
+
+        press(browser, Keys.TAB)  # to "Próxima para revisar", by Tab alone
+        for _ in range(20):
+            if active_id(browser) == "proxima":
+                break
+            press(browser, Keys.TAB)
+        else:
+            raise AssertionError("Tab never reached 'Próxima para revisar'")
+        press(browser, Keys.ENTER)
+        wait(browser, lambda d: "/verdicts/" in d.current_url, "the answer to review")
+        assert "motivo=uniform" in browser.current_url
+        assert "amostra uniforme" in browser.find_element(By.CSS_SELECTOR, ".reason").text
+        verdict_id = urlsplit(browser.current_url).path.rsplit("/", 1)[1]
+        unlabelled = browser.execute_script(
+            "return [...document.querySelectorAll('form input:not([type=hidden]), form select, "
+            "form textarea')].filter(e => !e.labels || e.labels.length === 0).map(e => e.name)"
+        )
+        assert unlabelled == []
+
+        press(browser, "j")  # the first claim
+        assert active_id(browser) == "c0-certa"
+        press(browser, "e")  # wrong: the focus goes to the verdict to put instead
+        assert browser.find_element(By.ID, "c0-errada").is_selected()
+        assert active_id(browser) == "f-verdict-0"
+        choose_with_arrows(browser, "contradicted")
+        press(browser, Keys.TAB)
+        assert active_id(browser) == "f-category-0"
+        choose_with_arrows(browser, "PRAZO_VALOR")
+        press(browser, Keys.ESCAPE)  # out of the list, back to the claim
+        assert active_id(browser) == "c0-errada"
+        press(browser, "s")
+        wait(browser, lambda d: "salvo=1" in d.current_url, "the answer page after saving")
+        assert browser.find_element(By.CSS_SELECTOR, ".notice").text == "Rótulos salvos."
+        assert browser.find_element(By.ID, "c0-errada").is_selected()  # her label, shown
+
+        status, seen, _ = call(
+            site, "GET", f"/v1/verdicts/{verdict_id}/labels?app=sac-varejo", token=READ
+        )
+        (stored,) = seen["labels"]
+        assert stored["reviewer"] == "ana"
+        assert stored["claims"] == [
+            {"claim_idx": 0, "correct": False, "verdict": "contradicted", "category": "PRAZO_VALOR"}
+        ]
+        status, after, _ = call(site, "GET", "/v1/agreement", token=READ)
+        assert after["uniform"]["answers"] == 1 and after["labels"] == 1
+        assert after["uniform"]["answer_level"]["fn"] == 1  # the judge passed it: a miss
+        assert after["uniform"]["categories"]["PRAZO_VALOR"]["fn"] == 1
+        export = tmp_path / "reviewed.jsonl"
+        done = subprocess.run(
+            [sys.executable, "-m", "veredito", "labels", "export", "--from", url, "--to",
+             str(export)],
+            cwd=ROOT, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        (record,) = [json.loads(line) for line in export.read_text().splitlines()]
+        assert record["id"] == verdict_id and record["reviewers"] == ["ana"]
+        assert record["labels"]["hallucinated"] is True
+        assert record["labels"]["spans"] == [
+            {"text": answer_to_review(int(verdict_id[4:]) - 101).claims[0].text,
+             "category": "PRAZO_VALOR", "verdict": "contradicted"}
+        ]  # fmt: skip
+
+        # another reviewer disagrees: shown beside the claim, for the picture in docs/review.md
+        body = {"claims": [{"claim_idx": 0, "correct": True}], "note": "Li como certa."}
+        path = f"/v1/verdicts/{verdict_id}/labels?app=sac-varejo"
+        assert call(site, "POST", path, body, token=BIA)[0] == 201
+        browser.get(browser.current_url.split("#")[0])
+        others = browser.find_element(By.CSS_SELECTOR, "#c1 .others").text
+        assert others == "Outros revisores discordam: bia: certa"
+        browser.set_window_size(1280, 2250)  # the whole form
+        shot(browser, tmp_path, "review-label")
+
+        # c: right after all; n: save and on to the next answer of the queue
+        browser.set_window_size(390, 844)
+        overflow = browser.execute_script(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        assert overflow <= 0, f"the labelling form scrolls sideways by {overflow}px on a phone"
+        press(browser, "j", "c")
+        assert browser.find_element(By.ID, "c0-certa").is_selected()
+        press(browser, "n")
+        wait(browser, lambda d: "anterior=salva" in d.current_url, "the next answer")
+        assert f"/verdicts/{verdict_id}?" not in browser.current_url
+        assert "anterior salvos" in browser.find_element(By.CSS_SELECTOR, ".notice").text
+        status, seen, _ = call(site, "GET", path, token=READ)
+        assert [s["claims"][0]["correct"] for s in seen["labels"] if s["reviewer"] == "ana"] == [
+            False,
+            True,
+        ]
+    finally:
+        browser.delete_all_cookies()

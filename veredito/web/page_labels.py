@@ -1,0 +1,689 @@
+"""The reviewer's side of the review page (spec §16, "page"): signing in, labelling an answer with
+plain HTML forms, and the review queue. The labels go through :func:`veredito.web.labels.submit`,
+as those of ``POST /v1/verdicts/{id}/labels`` do, so both check and store them alike.
+
+Routes:
+
+- ``GET /entrar``, ``POST /entrar`` (form: ``token``): a review token (``VEREDITO_REVIEW_TOKENS``)
+  gets a session cookie ``veredito_sessao`` = ``<session key>.<expiry>.<HMAC-SHA256>`` under
+  ``Review.session_secret``: the reviewer's opaque session key, never the token; ``HttpOnly;
+  SameSite=Strict; Path=/``, ``Secure`` over https, for 12 hours;
+- ``POST /sair``: clears it;
+- ``POST /verdicts/{id}/rotulos?app=``: the answer page's forms (``claim-N=certa|errada``,
+  ``verdict-N``, ``category-N``, ``hallucinated=sim|nao|``, ``note``, ``missed-text``,
+  ``missed-category``, ``missed-verdict``), translated into the JSON body of spec §16;
+- ``GET /revisar/proxima?app=``: ``303`` to the reviewer's next answer, or a page saying the
+  queue is dry.
+
+Every form that posts carries ``csrf`` = HMAC(secret, ``"csrf:" + session payload``); a post
+without it, or with a wrong one, is ``403`` and stores nothing. ``POST /entrar`` needs no session;
+it refuses an ``Origin`` or ``Referer`` that names another host. The JSON API never reads the
+cookie: it takes only ``Authorization: Bearer``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from aiohttp import web
+
+from veredito.labels import MAX_LABEL_BYTES
+from veredito.store import StoreUnavailable
+from veredito.store.sql import submissions
+from veredito.web import review as pages
+from veredito.web.highlight import path_segment
+from veredito.web.labels import Reviewer, disagreements, submit
+
+__all__ = ["PAGE_LABEL_ROUTES", "SESSION_COOKIE", "Session", "form_body", "session_of"]
+
+log = logging.getLogger(__name__)
+
+PAGE_LABEL_ROUTES = ("/entrar", "/sair", "/verdicts/{id}/rotulos", "/revisar/proxima")
+SESSION_COOKIE = "veredito_sessao"
+SESSION_SECONDS = 12 * 3600
+MAX_FORM_FIELDS = 1000
+FORM = "application/x-www-form-urlencoded"
+REASONS = {
+    "uniform": "amostra uniforme",
+    "judges_disagree": "juízes discordam",
+    "low_confidence": "o juiz tem pouca confiança",
+}
+HALLUCINATED = {"sim": True, "nao": False}
+
+
+@dataclass(frozen=True)
+class Session:
+    reviewer: Reviewer
+    payload: str  # "<session key>.<expiry>", what the cookie's MAC signs
+    csrf: str
+
+
+def _mac(secret: bytes, message: str) -> str:
+    return hmac.new(secret, message.encode(), hashlib.sha256).hexdigest()
+
+
+def _equal(given: str, expected: str) -> bool:
+    return hmac.compare_digest(given.encode("utf-8", "replace"), expected.encode())
+
+
+def session_cookie(secret: bytes, key: str, now: float) -> str:
+    payload = f"{key}.{int(now) + SESSION_SECONDS}"
+    return f"{payload}.{_mac(secret, 'session:' + payload)}"
+
+
+def read_session(value: str, secret: bytes, reviewers: Any, now: float) -> Session | None:
+    """The session a cookie value holds: signed by this server, not expired, of a reviewer the
+    server still knows; None otherwise."""
+    parts = value.split(".")
+    if len(parts) != 3 or not (parts[1].isascii() and parts[1].isdigit()):
+        return None
+    key, expiry, mac = parts
+    payload = f"{key}.{expiry}"
+    if not _equal(mac, _mac(secret, "session:" + payload)) or int(expiry) <= now:
+        return None
+    reviewer: Reviewer | None = reviewers.by_session_key(key)
+    if reviewer is None:
+        return None
+    return Session(reviewer, payload, _mac(secret, "csrf:" + payload))
+
+
+_SESSION: web.RequestKey[Session | None] = web.RequestKey("veredito_session")
+
+
+def session_of(request: web.Request) -> Session | None:
+    """The signed-in reviewer of a page request (read once per request), or None."""
+    if _SESSION in request:
+        return request[_SESSION]
+    review = request.app[pages.REVIEW]
+    value = request.cookies.get(SESSION_COOKIE)
+    session = None
+    if value and review.reviewers:
+        session = read_session(value, review.session_secret, review.reviewers, time.time())
+    request[_SESSION] = session
+    return session
+
+
+def viewer(session: Session | None) -> dict[str, str] | None:
+    """What the page header shows of a session (the sign-out form needs its CSRF token)."""
+    return None if session is None else {"name": session.reviewer.name, "csrf": session.csrf}
+
+
+def may_label(session: Session | None, app: str) -> bool:
+    return session is not None and session.reviewer.app in (None, app)
+
+
+def reason_label(reason: str) -> str | None:
+    """The pt-BR words for a queue reason (``uniform``, ``judges_disagree``,
+    ``rare_category:LEI``); None for anything else."""
+    if reason in REASONS:
+        return REASONS[reason]
+    kind, _, category = reason.partition(":")
+    if kind == "rare_category" and category in pages.CATEGORY_LABELS:
+        return f"categoria rara: {pages.CATEGORY_LABELS[category]}"
+    return None
+
+
+def queue_link(app: str, **extra: str) -> str:
+    query = urlencode({k: v for k, v in {"app": app, **extra}.items() if v})
+    return "/revisar/proxima" + (f"?{query}" if query else "")
+
+
+# -- the form -----------------------------------------------------------------------------------
+class FormError(ValueError):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+async def read_form(request: web.Request) -> dict[str, str]:
+    """A form-encoded body of at most 64 KiB, one value per name (the last one wins)."""
+    if request.content_length is not None and request.content_length > MAX_LABEL_BYTES:
+        raise FormError(413, f"O formulário passa de {MAX_LABEL_BYTES // 1024} KiB.")
+    chunks, size = [], 0
+    while chunk := await request.content.read(MAX_LABEL_BYTES + 1):
+        size += len(chunk)
+        if size > MAX_LABEL_BYTES:
+            raise FormError(413, f"O formulário passa de {MAX_LABEL_BYTES // 1024} KiB.")
+        chunks.append(chunk)
+    if request.content_type != FORM:
+        raise FormError(415, f"Envie o formulário como {FORM}.")
+    try:
+        text = b"".join(chunks).decode("utf-8")
+        pairs = parse_qsl(text, keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS)
+    except (UnicodeDecodeError, ValueError):
+        raise FormError(400, "O formulário não veio em UTF-8 ou tem campos demais.") from None
+    return dict(pairs)
+
+
+def _claim_keys(form: dict[str, str]) -> list[str]:
+    names = [k.removeprefix("claim-") for k in form if k.startswith("claim-")]
+    return sorted(names, key=lambda n: (not (n.isascii() and n.isdigit()), len(n), n))
+
+
+def form_body(form: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
+    """The JSON body of spec §16 that a labelling form says, and the ``N`` of each item of its
+    ``claims`` (to name the form's field when :func:`veredito.labels.parse_submission` refuses
+    one). Nothing is checked here: every value goes to the same validation as the API's."""
+    claims: list[dict[str, Any]] = []
+    numbers: list[str] = []
+    for n in _claim_keys(form):
+        choice = form[f"claim-{n}"].strip()
+        if not choice:
+            continue
+        idx: Any = int(n) if n.isascii() and n.isdigit() else n
+        correct: Any = {"certa": True, "errada": False}.get(choice, choice)
+        item: dict[str, Any] = {"claim_idx": idx, "correct": correct}
+        if correct is not True:
+            for name in ("verdict", "category"):
+                value = form.get(f"{name}-{n}", "").strip()
+                if value:
+                    item[name] = value
+        claims.append(item)
+        numbers.append(n)
+    body: dict[str, Any] = {}
+    if claims:
+        body["claims"] = claims
+    text = form.get("missed-text", "")
+    if text.strip():
+        missed = {"text": text, "verdict": form.get("missed-verdict", "").strip() or "invented"}
+        category = form.get("missed-category", "").strip()
+        if category:
+            missed["category"] = category
+        body["missed"] = [missed]
+    said = form.get("hallucinated", "").strip()
+    if said:
+        body["hallucinated"] = HALLUCINATED.get(said, said)
+    if form.get("note", "").strip():
+        body["note"] = form["note"]
+    return body, numbers
+
+
+# What parse_submission says, in the page's language (the field is named apart).
+MESSAGES = (
+    ("must be a claim position", "não é uma afirmação desta resposta"),
+    ("is labelled twice", "a afirmação veio duas vezes"),
+    ("must be true or false", "escolha uma das opções"),
+    ("must be one of", "não é uma das opções"),
+    ("keeps the judge's verdict", "uma afirmação certa fica com o veredito do juiz"),
+    (
+        "is not a substring of the answer",
+        "o trecho não está na resposta; copie-o exatamente como aparece nela",
+    ),
+    ("must be the span's text", "escreva o trecho"),
+    ("does not carry its answer", "este veredito não traz a resposta"),
+    ("is not grounded", "um trecho apontado não pode ser «apoiada»"),
+    ("at most", "é longo demais"),
+    ("contains a NUL character", "contém um caractere NUL"),
+    (
+        "says nothing",
+        "nada a salvar: marque uma afirmação, aponte um trecho, diga se há alucinação ou escreva "
+        "uma nota",
+    ),
+)
+
+
+def page_error(field: str, message: str, numbers: list[str]) -> tuple[str, str]:
+    """``(form field, pt-BR message naming it)`` of a :class:`veredito.labels.LabelError`."""
+    head, dot, rest = field.partition(".")
+    name, where = "formulário", "o formulário"
+    if head.startswith("claims[") and head.endswith("]") and head[7:-1].isdigit():
+        position = int(head[7:-1])
+        n = numbers[position] if position < len(numbers) else "?"
+        number = f"{int(n) + 1}" if n.isascii() and n.isdigit() else n
+        part = rest if dot else ""
+        name = f"{part}-{n}" if part in ("verdict", "category") else f"claim-{n}"
+        where = {
+            "verdict": f"o veredito certo da afirmação {number}",
+            "category": f"a categoria certa da afirmação {number}",
+        }.get(part, f"a afirmação {number}")
+    elif head.startswith("missed"):
+        part = rest if rest in ("category", "verdict") else "text"
+        name = f"missed-{part}"
+        where = {
+            "text": "o trecho apontado",
+            "category": "a categoria do trecho apontado",
+            "verdict": "o veredito do trecho apontado",
+        }[part]
+    elif head == "hallucinated":
+        name, where = "hallucinated", "«a resposta tem alucinação?»"
+    elif head == "note":
+        name, where = "note", "a nota"
+    said = next((pt for en, pt in MESSAGES if en in message), message)
+    return name, f"{where.capitalize()} ({name}): {said}."
+
+
+# -- what the answer page shows a reviewer --------------------------------------------------------
+def _said(row: dict[str, Any]) -> str:
+    if row.get("correct"):
+        return "certa"
+    parts = [pages.VERDICT_LABELS.get(str(row.get("verdict")), "")]
+    parts.append(pages.CATEGORY_LABELS.get(str(row.get("category")), ""))
+    instead = ", ".join(p for p in parts if p)
+    return "errada" + (f" → {instead}" if instead else "")
+
+
+def page_context(
+    verdict: dict[str, Any],
+    rows: list[dict[str, Any]],
+    session: Session | None,
+    query: Any,
+    form: dict[str, str] | None = None,
+    error: tuple[str, str] | None = None,
+) -> dict[str, Any]:
+    """The answer page's reviewer parts: the labelling form (for a reviewer of this app, with
+    their latest labels chosen, or what they just sent), the reviewers' notes and missed spans,
+    why the queue chose this answer, and whether the last save worked."""
+    app = pages._row(verdict)["app"]
+    me = session.reviewer.name if session is not None else None
+    mine = [r for r in rows if r["reviewer"] == me]
+    notes = [
+        {
+            "reviewer": s["reviewer"],
+            "created_at": s["created_at"],
+            "note": s["note"],
+            "missed": s["missed"],
+        }
+        for s in submissions(rows)
+        if (s["note"] or s["missed"]) and (me is None or mine)
+    ]
+    queue = pages._clean("fila", str(query.get("fila", ""))).strip()
+    context: dict[str, Any] = {
+        "labelling": None,
+        "notes": notes,
+        "notes_hidden": me is not None and not mine and any(r["reviewer"] != me for r in rows),
+        "reason": reason_label(str(query.get("motivo", ""))),
+        "saved": query.get("salvo") == "1",
+        "previous_saved": query.get("anterior") == "salva",
+        "next_link": queue_link(queue) if session is not None else None,
+        "form_error": None
+        if error is None
+        else {
+            "field": error[0],
+            "message": error[1],
+            "anchor": "rotular" if error[0] == "formulário" else f"f-{error[0]}",
+        },
+    }
+    if session is None or not may_label(session, app):
+        context["denied"] = session is not None
+        return context
+    context["denied"] = False
+    count = len([c for c in verdict.get("claims") or [] if isinstance(c, dict)])
+    claims: list[dict[str, Any]] = [
+        {"choice": "", "verdict": "", "category": "", "others": []} for _ in range(count)
+    ]
+    hallucinated = ""
+    for row in mine:  # oldest first: the latest wins
+        idx = row["claim_idx"]
+        if row["kind"] == "claim" and isinstance(idx, int) and 0 <= idx < count:
+            wrong = not row["correct"]
+            claims[idx].update(
+                choice="errada" if wrong else "certa",
+                verdict=(row["verdict"] or "") if wrong else "",
+                category=(row["category"] or "") if wrong else "",
+            )
+        elif row["kind"] == "answer" and row["hallucinated"] is not None:
+            hallucinated = "sim" if row["hallucinated"] else "nao"
+    for item in disagreements(rows):
+        idx = item["claim_idx"]
+        said = item["reviewers"]
+        if item["kind"] != "claim" or me not in said or not 0 <= idx < count:
+            continue
+        claims[idx]["others"] = [
+            {"name": name, "said": _said(label)}
+            for name, label in said.items()
+            if name != me and label != said[me]
+        ]
+    note = ""
+    missed = {"text": "", "category": "GENERICA", "verdict": "invented"}
+    if form is not None:  # a form sent back with an error: show what was sent
+        for n, claim in enumerate(claims):
+            choice = form.get(f"claim-{n}", "")
+            claim.update(
+                choice=choice if choice in ("certa", "errada") else "",
+                verdict=form.get(f"verdict-{n}", ""),
+                category=form.get(f"category-{n}", ""),
+            )
+        said = form.get("hallucinated", "")
+        hallucinated = said if said in HALLUCINATED else ""
+        note = form.get("note", "")
+        missed = {
+            "text": form.get("missed-text", ""),
+            "category": form.get("missed-category", "GENERICA"),
+            "verdict": form.get("missed-verdict", "invented"),
+        }
+    verdict_id = pages._row(verdict)["id"]
+    assert session is not None
+    context["labelling"] = {
+        "action": f"/verdicts/{path_segment(verdict_id)}/rotulos?{urlencode({'app': app})}",
+        "csrf": session.csrf,
+        "queue": queue,
+        "claims": claims,
+        "hallucinated": hallucinated,
+        "note": note,
+        "missed": missed,
+    }
+    return context
+
+
+# -- routes -------------------------------------------------------------------------------------
+def _page(title: str, message: str, status: int, **headers: str) -> web.Response:
+    return pages._render("error.html", status, headers or None, title=title, message=message)
+
+
+def _redirect(location: str) -> web.Response:
+    return web.Response(status=303, headers={"Location": location, "Cache-Control": "no-store"})
+
+
+def _off() -> web.Response:
+    return _page(
+        "Revisão desligada",
+        "Este servidor não tem revisores (VEREDITO_REVIEW_TOKENS).",
+        404,
+    )
+
+
+def _https(request: web.Request) -> bool:
+    forwarded = request.headers.get("X-Forwarded-Proto", "").split(",")[0].strip().lower()
+    return request.secure or forwarded == "https"
+
+
+def _same_origin(request: web.Request) -> bool:
+    """An ``Origin`` (else a ``Referer``), when the browser sends one, names this host."""
+    hosts = {request.headers.get("Host", "").strip().lower()}
+    forwarded = request.headers.get("X-Forwarded-Host", "").split(",")[0].strip().lower()
+    if forwarded:
+        hosts.add(forwarded)
+    for header in ("Origin", "Referer"):
+        value = request.headers.get(header)
+        if value is not None:
+            return urlsplit(value.strip()).netloc.lower() in hosts - {""}
+    return True
+
+
+async def sign_in_page(request: web.Request) -> web.Response:
+    review = request.app[pages.REVIEW]
+    if not review.reviewers:
+        return _off()
+    return pages._render(
+        "signin.html",
+        viewer=viewer(session_of(request)),
+        error=None,
+        left=request.query.get("saiu") == "1",
+    )
+
+
+async def sign_in(request: web.Request) -> web.Response:
+    review = request.app[pages.REVIEW]
+    if not review.reviewers:
+        return _off()
+    if not _same_origin(request):
+        return _page("Origem recusada", "Entre pela página de entrada deste servidor.", 403)
+    try:
+        form = await read_form(request)
+    except FormError as exc:
+        return pages._render("signin.html", exc.status, viewer=None, error=str(exc), left=False)
+    reviewer = review.reviewers.find(form.get("token", "").strip())
+    if reviewer is None:
+        log.info("a review page sign-in was refused")
+        return pages._render(
+            "signin.html",
+            401,
+            viewer=None,
+            left=False,
+            error="Token de revisão inválido. Confira o token e tente de novo.",
+        )
+    value = session_cookie(
+        review.session_secret, review.reviewers.session_key(reviewer), time.time()
+    )
+    response = _redirect("/")
+    response.set_cookie(
+        SESSION_COOKIE,
+        value,
+        max_age=SESSION_SECONDS,
+        path="/",
+        httponly=True,
+        samesite="Strict",
+        secure=_https(request),
+    )
+    log.info("a reviewer signed in to the review page", extra={"reviewer": reviewer.name})
+    return response
+
+
+async def sign_out(request: web.Request) -> web.Response:
+    session = session_of(request)
+    try:
+        form = await read_form(request)
+    except FormError as exc:
+        return _page("Formulário inválido", str(exc), exc.status)
+    if session is not None and not _equal(form.get("csrf", ""), session.csrf):
+        return _forged()
+    response = _redirect("/entrar?saiu=1")
+    response.del_cookie(
+        SESSION_COOKIE, path="/", httponly=True, samesite="Strict", secure=_https(request)
+    )
+    return response
+
+
+def _forged() -> web.Response:
+    return _page(
+        "Formulário recusado",
+        "O formulário não trouxe o código desta sessão (csrf). Recarregue a página e tente de "
+        "novo; nada foi salvo.",
+        403,
+    )
+
+
+def _count(review: Any, payload: dict[str, Any]) -> None:
+    review.metrics.labels.labels(str(payload["app"])).inc(
+        len(payload["claims"])
+        + len(payload["missed"])
+        + (payload["hallucinated"] is not None or payload["note"] is not None)
+    )
+
+
+async def post_labels(request: web.Request) -> web.Response:
+    review = request.app[pages.REVIEW]
+    session = session_of(request)
+    if session is None:
+        return _page(
+            "Entre para rotular",
+            "Só um revisor que entrou (em /entrar) rotula respostas; nada foi salvo.",
+            403,
+        )
+    try:
+        form = await read_form(request)
+    except FormError as exc:
+        return _page("Formulário inválido", str(exc), exc.status)
+    if not _equal(form.get("csrf", ""), session.csrf):
+        return _forged()
+    verdict_id = pages._clean("id", request.match_info["id"])
+    app = pages._clean("app", request.query["app"]).strip() if "app" in request.query else None
+    body, numbers = form_body(form)
+    reviewer = session.reviewer
+    try:
+        status, payload = await pages._call(
+            request, submit, review.store, reviewer, app, verdict_id, body
+        )
+    except StoreUnavailable:
+        return pages._store_away_page()
+    queue = pages._clean("fila", form.get("fila", "")).strip()
+    if status == 201:
+        _count(review, payload)
+        log.info(
+            "labels stored from the review page",
+            extra={"reviewer": reviewer.name, "submission": payload["submission"]},
+        )
+        if form.get("acao") == "proxima":
+            return _redirect(queue_link(queue, anterior="salva"))
+        extra = {"fila": queue} if queue else {}
+        query = urlencode({"app": payload["app"], "salvo": "1", **extra})
+        return _redirect(f"/verdicts/{path_segment(verdict_id)}?{query}#rotulos")
+    message = str(payload["error"]["message"])
+    if status != 400:
+        titles = {
+            403: "Aplicação de outro revisor",
+            404: "Veredito não encontrado",
+            409: "Id de várias aplicações",
+        }
+        words = {
+            403: f"Este revisor rotula só a aplicação «{reviewer.app}»; nada foi salvo.",
+            404: "Nenhum veredito com este id; nada foi salvo.",
+            409: "Mais de uma aplicação tem este id: escolha uma na lista.",
+        }
+        return _page(titles.get(status, "Erro"), words.get(status, message), status)
+    field, _, said = message.partition(": ")
+    error = page_error(field, said, numbers)
+    where = reviewer.app if reviewer.app is not None else app
+    try:
+        verdict = await pages._call(request, review.store.get, verdict_id, where)
+        if verdict is None:  # gone since submit() read it
+            return _page("Veredito não encontrado", "Nenhum veredito com este id.", 404)
+        rows = await pages._call(
+            request, review.store.labels_of, pages._row(verdict)["app"], verdict_id
+        )
+    except StoreUnavailable:
+        return pages._store_away_page()
+    context = page_context(verdict, rows, session, {"fila": queue}, form=form, error=error)
+    response: web.Response = await pages._call(
+        request, pages._verdict_page, verdict, 400, session, context
+    )
+    return response
+
+
+async def review_next(request: web.Request) -> web.Response:
+    review = request.app[pages.REVIEW]
+    if not review.reviewers:
+        return _off()
+    session = session_of(request)
+    if session is None:
+        return _redirect("/entrar")
+    reviewer = session.reviewer
+    queue = pages._clean("app", request.query.get("app", "")).strip()
+    app: str | None = queue or None
+    if reviewer.app is not None:
+        if app is not None and app != reviewer.app:
+            return _page(
+                "Aplicação de outro revisor",
+                f"Este revisor revisa só a aplicação «{reviewer.app}».",
+                403,
+            )
+        app = reviewer.app
+    try:
+        found = await pages._call(
+            request,
+            review.store.next_for_review,
+            reviewer.name,
+            app,
+            share=review.sample_share,
+            teach_every=review.teach_every,
+        )
+    except StoreUnavailable:
+        return pages._store_away_page()
+    saved = request.query.get("anterior") == "salva"
+    if found is None:
+        where = f" da aplicação «{app}»" if app else ""
+        return pages._render(
+            "error.html",
+            200,
+            viewer=viewer(session),
+            title="Nada para revisar",
+            message=("Rótulos salvos. " if saved else "")
+            + f"Não há mais respostas{where} para revisar agora. Volte mais tarde.",
+        )
+    found_app, found_id, reason = found
+    query = {"app": found_app, "motivo": reason}
+    if queue:
+        query["fila"] = queue
+    if saved:
+        query["anterior"] = "salva"
+    return _redirect(f"/verdicts/{path_segment(found_id)}?{urlencode(query)}")
+
+
+def add_page_label_routes(app: web.Application) -> None:
+    app.router.add_get("/entrar", sign_in_page)
+    app.router.add_post("/entrar", sign_in)
+    app.router.add_post("/sair", sign_out)
+    app.router.add_post("/verdicts/{id}/rotulos", post_labels)
+    app.router.add_get("/revisar/proxima", review_next)
+
+
+def openapi_paths() -> dict[str, Any]:
+    """The reviewer's page routes, for ``serve``'s OpenAPI document (HTML, not JSON)."""
+    html = {"content": {"text/html": {"schema": {"type": "string"}}}}
+    see_other = {"description": "signed in (or saved): go on to Location"}
+    form: dict[str, Any] = {"required": True, "content": {FORM: {"schema": {"type": "object"}}}}
+    session: list[dict[str, list[str]]] = [{"reviewSession": []}]
+
+    def page(description: str) -> dict[str, Any]:
+        return {"description": description, **html}
+
+    return {
+        "/entrar": {
+            "get": {
+                "summary": "The reviewers' sign-in form (pt-BR HTML)",
+                "security": [],
+                "responses": {"200": page("the form"), "404": page("no review tokens")},
+            },
+            "post": {
+                "summary": "Sign in with a review token (form field token): sets the session "
+                "cookie veredito_sessao (HttpOnly, SameSite=Strict)",
+                "security": [],
+                "requestBody": form,
+                "responses": {
+                    "303": see_other,
+                    "401": page("not a review token: the form again, with the error"),
+                    "403": page("an Origin or Referer of another host"),
+                    "404": page("no review tokens"),
+                },
+            },
+        },
+        "/sair": {
+            "post": {
+                "summary": "Sign out: clears the session cookie (form field csrf)",
+                "security": session,
+                "requestBody": form,
+                "responses": {"303": see_other, "403": page("missing or wrong csrf")},
+            }
+        },
+        "/verdicts/{id}/rotulos": {
+            "post": {
+                "summary": "The answer page's labelling forms: claim-N=certa|errada, verdict-N, "
+                "category-N, hallucinated=sim|nao, note, missed-text, missed-category, "
+                "missed-verdict, csrf; stored as POST /v1/verdicts/{id}/labels stores them",
+                "security": session,
+                "parameters": [
+                    {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}},
+                    {"name": "app", "in": "query", "required": False, "schema": {"type": "string"}},
+                ],
+                "requestBody": form,
+                "responses": {
+                    "303": see_other,
+                    "400": page("a field is invalid: the answer page again, naming it"),
+                    "403": page("no session, a missing or wrong csrf, or another app's answer"),
+                    "404": page("no verdict with this id"),
+                    "409": page("several apps have a verdict with this id"),
+                    "413": page("a form over 64 KiB"),
+                },
+            }
+        },
+        "/revisar/proxima": {
+            "get": {
+                "summary": "The signed-in reviewer's next answer to label",
+                "security": session,
+                "parameters": [
+                    {"name": "app", "in": "query", "required": False, "schema": {"type": "string"}},
+                ],
+                "responses": {
+                    "200": page("nothing left to review"),
+                    "303": {"description": "to /verdicts/{id}?app=&motivo=, or to /entrar"},
+                    "403": page("a reviewer of another app"),
+                },
+            }
+        },
+    }
