@@ -298,9 +298,11 @@ async def read_label_body(request: web.Request) -> Any:
     """The JSON body of a label post, at most 64 KiB (413 past it), or 400."""
     if request.content_length is not None and request.content_length > MAX_LABEL_BYTES:
         raise JsonError(413, "too_large", f"a label body is at most {MAX_LABEL_BYTES} bytes")
-    data = await request.content.read(MAX_LABEL_BYTES + 1)
-    if len(data) > MAX_LABEL_BYTES:
-        raise JsonError(413, "too_large", f"a label body is at most {MAX_LABEL_BYTES} bytes")
+    data = b""
+    while chunk := await request.content.read(MAX_LABEL_BYTES + 1 - len(data)):
+        data += chunk  # a body may come in several pieces: read to its end or past the limit
+        if len(data) > MAX_LABEL_BYTES:
+            raise JsonError(413, "too_large", f"a label body is at most {MAX_LABEL_BYTES} bytes")
     try:
         return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
