@@ -1,6 +1,7 @@
 """The rules judge on real LLM answers: BR-TaxQA-R (unicamp-dl/rag-receita, files/data.json).
 
     .venv/bin/python bench/brtaxqa.py sample DATA.json OUT_DIR [--flagged 100] [--grounded 50]
+        [--min-confidence 0.8]
     .venv/bin/python bench/brtaxqa.py score OUT_DIR
 
 The data set holds the Receita Federal's official answers to 200 IRPF questions and the answers
@@ -54,8 +55,13 @@ def _official(record: dict[str, Any]) -> str:
     return " ".join(str(line).strip() for line in lines)
 
 
-def sample(data: Path, out: Path, flagged_n: int, grounded_n: int, seed: int) -> None:
+def sample(
+    data: Path, out: Path, flagged_n: int, grounded_n: int, seed: int, min_confidence: float = 0.0
+) -> None:
+    from veredito.worker.confidence import default_calibration, rules_features
     from veredito.worker.rules import judge
+
+    calibration = default_calibration()
 
     records = json.loads(data.read_text(encoding="utf-8"))
     flagged: list[dict[str, Any]] = []
@@ -71,6 +77,11 @@ def sample(data: Path, out: Path, flagged_n: int, grounded_n: int, seed: int) ->
             dropped += result.non_claims
             for claim in result.claims:
                 judged += 1
+                confidence = calibration.confidence(
+                    "rules", claim.verdict != "grounded", rules_features(claim)
+                )
+                if confidence < min_confidence:
+                    continue
                 row = {
                     "question_number": record["question_number"],
                     "model": model,
@@ -79,6 +90,7 @@ def sample(data: Path, out: Path, flagged_n: int, grounded_n: int, seed: int) ->
                     "claim": claim.text,
                     "verdict": claim.verdict,
                     "category": claim.category,
+                    "confidence": confidence,
                 }
                 (grounded if claim.verdict == "grounded" else flagged).append(row)
     rng = random.Random(seed)
@@ -103,7 +115,10 @@ def sample(data: Path, out: Path, flagged_n: int, grounded_n: int, seed: int) ->
             verdicts.write(
                 json.dumps(
                     {"sample_id": sample_id}
-                    | {k: row[k] for k in ("question_number", "model", "verdict", "category")},
+                    | {
+                        k: row[k]
+                        for k in ("question_number", "model", "verdict", "category", "confidence")
+                    },
                     ensure_ascii=False,
                 )
                 + "\n"
@@ -173,11 +188,18 @@ def main() -> None:
     s.add_argument("--flagged", type=int, default=100)
     s.add_argument("--grounded", type=int, default=50)
     s.add_argument("--seed", type=int, default=10)
+    s.add_argument(
+        "--min-confidence",
+        type=float,
+        default=0.0,
+        help="sample only claims whose confidence (spec §17, the shipped calibration) is at "
+        "least this: 0.8 measures what the alerts fire on",
+    )
     c = sub.add_parser("score")
     c.add_argument("out", type=Path)
     args = parser.parse_args()
     if args.command == "sample":
-        sample(args.data, args.out, args.flagged, args.grounded, args.seed)
+        sample(args.data, args.out, args.flagged, args.grounded, args.seed, args.min_confidence)
     else:
         score(args.out)
 

@@ -99,7 +99,7 @@ def test_promtool_check_rules_is_clean() -> None:
         timeout=60,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 18 rules found" in result.stdout and "SUCCESS: 12 rules found" in result.stdout
+    assert "SUCCESS: 24 rules found" in result.stdout and "SUCCESS: 12 rules found" in result.stdout
 
 
 def test_promtool_alert_tests_pass() -> None:
@@ -146,6 +146,8 @@ def test_dashboard_has_a_stable_uid_variables_and_the_panels_asked_for() -> None
     for words in (
         "by app",
         "by category",
+        "confident",
+        "all suspicions",
         "verdict mix",
         "score distribution",
         "faithfulness",
@@ -169,6 +171,39 @@ def test_dashboard_has_a_stable_uid_variables_and_the_panels_asked_for() -> None
 
     build = runpy.run_path(str(MONITORING / "grafana" / "make_dashboard.py"))["dashboard"]
     assert build() == dashboard, "veredito.json is stale: run monitoring/grafana/make_dashboard.py"
+
+
+def test_hallucination_alerts_count_the_confident_and_the_dashboard_shows_both() -> None:
+    """Spec §17: the hallucination alerts fire on the confident shares only; the dashboard's
+    headline panels show the confident shares, each with the share of all suspicions beside it."""
+    records = recording_rules()
+    for level in ("app", "category", "app_category"):
+        for window in ("5m", "1h"):
+            assert f"{level}:veredito_confident_hallucinated_answers:ratio_rate{window}" in records
+            assert f"{level}:veredito_hallucinated_answers:ratio_rate{window}" in records
+    exprs = {
+        r["alert"]: r["expr"]
+        for g in yaml.safe_load((PROMETHEUS_DIR / "alerts.yml").read_text())["groups"]
+        for r in g["rules"]
+    }
+    for alert in ("VereditoHallucinationRatioHigh", "VereditoCategoryHallucinationHigh",
+                  "VereditoCategorySpike"):  # fmt: skip
+        assert ":veredito_confident_hallucinated_answers:" in exprs[alert], alert
+    assert not any(":veredito_hallucinated_answers:" in e for e in exprs.values())
+
+    panels = {p["title"]: p for p in json.loads(DASHBOARD.read_text())["panels"]}
+    for by in ("app", "category"):
+        sure = panels[f"Hallucinated answers, confident, by {by} (5m)"]
+        every = panels[f"Hallucinated answers, all suspicions, by {by} (5m)"]
+        assert all(
+            ":veredito_confident_hallucinated_answers:" in t["expr"] for t in sure["targets"]
+        )
+        assert all(":veredito_hallucinated_answers:" in t["expr"] for t in every["targets"])
+        assert sure["gridPos"]["y"] == every["gridPos"]["y"]  # right beside
+        assert sure["gridPos"]["x"] + sure["gridPos"]["w"] == every["gridPos"]["x"]
+        assert "VEREDITO_ALERT_CONFIDENCE" in sure["description"]
+    [first] = [p for p in panels.values() if (p["gridPos"]["x"], p["gridPos"]["y"]) == (0, 0)]
+    assert first["title"] == "Hallucinated answers, confident, by app (5m)"  # the headline
 
 
 def test_latest_hallucinated_answers_table_runs_on_the_store(pg_url: str) -> None:
@@ -440,6 +475,34 @@ def test_rules_panels_and_metrics_against_a_real_prometheus(stack: dict[str, Any
         assert total("veredito_answers_with_category_total", category=category) == sum(
             category in v["categories"] for v in verdicts
         )
+    # split by the label confident (spec §17): at least VEREDITO_ALERT_CONFIDENCE, or no
+    # confidence at all; per category, the highest confidence of its claims not grounded
+    threshold = float(stack["env"].get("VEREDITO_ALERT_CONFIDENCE", 0.8))
+
+    def sure(confidence: float | None) -> str:
+        return "true" if confidence is None or confidence >= threshold else "false"
+
+    def category_confidence(verdict: dict[str, Any], category: str) -> float | None:
+        found = [
+            c["confidence"]
+            for c in verdict["claims"]
+            if c["verdict"] != "grounded"
+            and (c["category"] or "GENERICA") == category
+            and c["confidence"] is not None
+        ]
+        return max(found) if found else None
+
+    for confident in ("true", "false"):
+        assert total("veredito_hallucinated_answers_total", confident=confident) == sum(
+            v["hallucinated"] and sure(v["hallucination_confidence"]) == confident for v in verdicts
+        ), confident
+        for category in {c for v in verdicts for c in v["categories"]}:
+            assert total(
+                "veredito_answers_with_category_total", category=category, confident=confident
+            ) == sum(
+                category in v["categories"] and sure(category_confidence(v, category)) == confident
+                for v in verdicts
+            ), (category, confident)
     assert total("veredito_dead_letters_total") == sum(v["status"] == "failed" for v in verdicts)
     assert total("veredito_rule_disagreements_total", category="CNPJ_CPF_RG") == 1
     assert total("veredito_judge_output_repairs_total", kind="fence") >= 1

@@ -24,17 +24,44 @@ APP = 'app=~"$app"'
 AJ = 'app=~"$app",judge=~"$judge"'
 RI = "$__rate_interval"
 
+# The headline: hallucinated answers the judge is confident of (spec §17: hallucination_confidence
+# at least the worker's VEREDITO_ALERT_CONFIDENCE), which the alerts fire on, each with the share
+# of all suspicions, confident or not, right beside it.
+SURE_BY_APP = "Hallucinated answers, confident, by app (5m)"
+ALL_BY_APP = "Hallucinated answers, all suspicions, by app (5m)"
+SURE_BY_CATEGORY = "Hallucinated answers, confident, by category (5m)"
+ALL_BY_CATEGORY = "Hallucinated answers, all suspicions, by category (5m)"
+
 # (title, type, unit, [(expr, legend)], width)
 PANELS: list[tuple[str, str, str, list[tuple[str, str]], int]] = [
     (
-        "Hallucinated answers, by app (5m)",
+        SURE_BY_APP,
+        "timeseries",
+        "percentunit",
+        [(f"app:veredito_confident_hallucinated_answers:ratio_rate5m{{{APP}}}", "{{app}}")],
+        12,
+    ),
+    (
+        ALL_BY_APP,
         "timeseries",
         "percentunit",
         [(f"app:veredito_hallucinated_answers:ratio_rate5m{{{APP}}}", "{{app}}")],
         12,
     ),
     (
-        "Hallucinated answers, by category (5m)",
+        SURE_BY_CATEGORY,
+        "timeseries",
+        "percentunit",
+        [
+            (
+                f"app_category:veredito_confident_hallucinated_answers:ratio_rate5m{{{APP}}}",
+                "{{app}} {{category}}",
+            )
+        ],
+        12,
+    ),
+    (
+        ALL_BY_CATEGORY,
         "timeseries",
         "percentunit",
         [
@@ -281,6 +308,28 @@ REVIEW_PANELS: list[tuple[str, str, str, list[tuple[str, str]], int]] = [
     ),
 ]
 DESCRIPTIONS = {
+    SURE_BY_APP: (
+        "Share of the app's judged answers with a hallucination the judge is confident of: "
+        "hallucination_confidence at least the worker's VEREDITO_ALERT_CONFIDENCE (0.8). "
+        "VereditoHallucinationRatioHigh fires on this share. The panel beside counts every "
+        "suspicion, confident or not."
+    ),
+    ALL_BY_APP: (
+        "Share of the app's judged answers with at least one claim not grounded, however sure "
+        "the judge is: every suspicion. No alert fires on it; the panel beside shows the "
+        "confident ones the alerts count."
+    ),
+    SURE_BY_CATEGORY: (
+        "Share of the app's judged answers with a claim of the category not grounded that the "
+        "judge is confident of (at least VEREDITO_ALERT_CONFIDENCE, 0.8). "
+        "VereditoCategoryHallucinationHigh and VereditoCategorySpike fire on the same share "
+        "taken over all apps. The panel beside counts every suspicion."
+    ),
+    ALL_BY_CATEGORY: (
+        "Share of the app's judged answers with a claim of the category not grounded, however "
+        "sure the judge is: every suspicion. No alert fires on it; the panel beside shows the "
+        "confident ones the alerts count."
+    ),
     REVIEW_PANELS[0][0]: (
         "The judge's precision on the answers reviewers labelled in the uniform slice, over "
         "VEREDITO_REVIEW_WINDOW (category answer: the answer level), with its 95 % Wilson "
