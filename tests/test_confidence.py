@@ -181,3 +181,30 @@ def test_llm_verdicts_with_labels_replace_the_prior() -> None:
     assert body["judges"]["llm"]["calibration"] == "equipe"
     assert body["judges"]["llm"]["flagged"]["kind"] in ("logistic", "table")
     assert "llm" in body["held_out"]
+
+
+def test_the_store_api_and_page_show_and_filter_confidence(tmp_path: Path) -> None:
+    import veredito
+    from tests.test_serve import call
+    from tests.test_serve_security import server
+    from veredito.store import open_store
+
+    report = veredito.evaluate(
+        [TRIPLE, {**TRIPLE, "answer": "Você tem 7 dias para desistir."},
+         {**TRIPLE, "answer": "O prazo é de 7 dias, e a multa é de 12% sobre o valor."}],
+        judge="rules",
+    )  # fmt: skip
+    url = f"sqlite:///{tmp_path / 'v.db'}"
+    store = open_store(url)
+    store.write([v.model_dump_json().encode() for v in report])
+    store.close()
+    with server(tmp_path, "--store", url, VEREDITO_INGEST_TOKENS="") as s:
+        status, page, _ = call(s.base, "GET", "/v1/verdicts?confidence=0.8", token=None)
+        sure = [v["id"] for v in report if (v.hallucination_confidence or 0) >= 0.8]
+        assert status == 200 and sorted(v["id"] for v in page["items"]) == sorted(sure)
+        assert call(s.base, "GET", "/v1/verdicts?confidence=2", token=None)[0] == 400
+        first = report[0]
+        html = call(s.base, "GET", f"/verdicts/{first.id}?app=", token=None)[1]
+        assert "confiança" in html
+        listing = call(s.base, "GET", "/?period=&confidence=0.8", token=None)[1]
+        assert 'value="0.8" selected' in listing

@@ -101,6 +101,8 @@ FINDING_LABELS = {
     "invalid_check_digit": "dígito verificador inválido",
     "derived": "calculado a partir do contexto",
 }
+CONFIDENCES = (("", "qualquer"), ("0.5", "≥ 0,5"), ("0.8", "≥ 0,8 (seguras)"),
+               ("0.95", "≥ 0,95"))  # fmt: skip
 PERIODS = (("1h", "última hora"), ("24h", "últimas 24 h"), ("7d", "últimos 7 dias"),
            ("30d", "últimos 30 dias"), ("", "todo o período"))  # fmt: skip
 
@@ -347,6 +349,7 @@ def _environment() -> Any:
         VERDICTS=VERDICTS,
         STATUSES=STATUSES,
         PERIODS=PERIODS,
+        CONFIDENCES=CONFIDENCES,
     )
     # the reviewer's parts of the pages are off unless a handler turns them on
     env.globals.update(
@@ -418,6 +421,12 @@ def _page_grant(request: web.Request) -> Grant | web.Response:
         + (", ou como revisor." if reviewers else "."),
         sign_in=reviewers,
     )
+
+
+def _probability(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1:
+        return float(value)
+    return None
 
 
 def _text(value: Any) -> str:
@@ -511,6 +520,7 @@ async def page_list(request: web.Request) -> web.Response:
             "de": days["de"],
             "ate": days["ate"],
             "only": request.query.get("only") == "1",
+            "confidence": request.query.get("confidence", ""),
         },
         more=more,
         first_page=cursor is None,
@@ -542,6 +552,7 @@ def _claims_view(verdict: dict[str, Any]) -> tuple[list[Any], list[dict[str, Any
                 "verdict": label if label in VERDICT_LABELS else "invented",
                 "category": category if category in CATEGORY_LABELS else "",
                 "source": _text(claim.get("source")),
+                "confidence": _probability(claim.get("confidence")),
                 "in_answer": index in spans,
                 "cited": cited,
             }
