@@ -34,7 +34,17 @@ test: $(STAMP)
 ## Regenerate the Grafana dashboard and the labelled dev set from their sources.
 generate: $(STAMP)
 	$(BIN)/python monitoring/grafana/make_dashboard.py
+	$(BIN)/python scripts/make_k8s_monitoring.py
 	$(BIN)/python tests/data/make_devset.py
+
+## Regenerate deploy/kubernetes's PrometheusRule and Grafana dashboard from monitoring/ (after a
+## change to monitoring/prometheus/*.yml or the dashboard: tests/test_kubernetes.py fails until
+## then), and render every overlay (docs/kubernetes.md).
+.PHONY: k8s
+k8s: $(STAMP)
+	$(BIN)/python scripts/make_k8s_monitoring.py
+	@for overlay in deploy/kubernetes/overlays/*/; do \
+	  kubectl kustomize $$overlay >/dev/null && echo "renders: $$overlay" || exit 1; done
 
 ## Refit the shipped calibration of the judges' confidences (spec §17) on the project's labelled
 ## sets (tests/test_confidence.py fails when the shipped file is stale). holdout9 is the frozen

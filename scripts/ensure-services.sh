@@ -64,4 +64,18 @@ if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
     status=1
   fi
 fi
+# kubectl (with kustomize built in) renders deploy/kubernetes for tests/test_kubernetes.py. The
+# machine image brings it as the `kubectl` package of Google's Cloud SDK apt repository; install
+# it the same way where that repository is configured. Debian's own kubernetes-client (1.20) is
+# too old for kustomize components, so there is no fallback: the test says what is missing.
+if ! command -v kubectl >/dev/null; then
+  echo "ensure-services: installing kubectl"
+  if [ "$(id -u)" = 0 ] && apt-get update -qq >/dev/null \
+     && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends kubectl \
+        >/dev/null; then
+    echo "ensure-services: $(kubectl version --client 2>/dev/null | head -1)"
+  else
+    echo "ensure-services: no kubectl package here (the Cloud SDK apt source); tests/test_kubernetes.py will say so" >&2
+  fi
+fi
 exit $status

@@ -424,7 +424,9 @@ def test_the_pages_link_ids_as_one_segment_and_isolate_user_text() -> None:
     page = env.get_template("list.html").render(
         rows=[row],
         stats={"answers": 1, "hallucinated": 0, "by_category": {}, "by_verdict": {}},
-        form=dict.fromkeys(("app", "category", "verdict", "status", "period", "de", "ate", "confidence"), "")
+        form=dict.fromkeys(
+            ("app", "category", "verdict", "status", "period", "de", "ate", "confidence"), ""
+        )
         | {"app_locked": False, "only": False},
         more=None,
         first_page=True,

@@ -11,6 +11,10 @@ Configuration is read when Celery first needs it (``on_configure``), or handed o
 If publishing fails after the publisher's retries, the task raises and the triple is rejected
 without requeue, so RabbitMQ dead-letters it to ``veredito.dead``: nothing is acked without a
 verdict.
+
+The metrics port answers ``/healthz`` and ``/readyz`` from :class:`~.runtime.Health`: a consumer
+bootstep (:class:`BrokerLink`) tells it when Celery's consumer connected and when it lost the
+connection, the runtime's loop beats it every second.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import time
 from concurrent.futures import CancelledError
 from typing import Any
 
-from celery import Celery, signals
+from celery import Celery, bootsteps, signals
 from celery.exceptions import Reject
 
 from veredito.producer import topology
@@ -37,10 +41,10 @@ from veredito.worker.publish import (
     verdict_message,
     verdict_publisher,
 )
-from veredito.worker.runtime import Runtime
+from veredito.worker.runtime import Health, Runtime
 from veredito.worker.settings import Settings
 
-__all__ = ["app", "celery_config", "configure", "evaluate"]
+__all__ = ["BrokerLink", "app", "celery_config", "configure", "evaluate", "health"]
 
 log = logging.getLogger(__name__)
 
@@ -121,13 +125,42 @@ def metrics() -> Metrics:
     return value
 
 
+def health() -> Health:
+    with _lock:
+        if "health" not in _state:
+            current = settings()
+            _state["health"] = Health(current.health_loop_stall, current.health_broker_grace)
+        value = _state["health"]
+    assert isinstance(value, Health)
+    return value
+
+
+class BrokerLink(bootsteps.StartStopStep):  # type: ignore[misc]
+    """Celery's consumer runs its steps' ``start`` once connected and consuming, and their
+    ``stop`` when the connection is lost (before it reconnects) or at shutdown."""
+
+    requires = ("celery.worker.consumer.tasks:Tasks",)
+
+    def start(self, parent: Any) -> None:
+        health().broker_connected()
+
+    def stop(self, parent: Any) -> None:
+        health().broker_lost()
+
+    def shutdown(self, parent: Any) -> None:
+        health().broker_lost()
+
+
+app.steps["consumer"].add(BrokerLink)
+
+
 def runtime() -> Runtime:
     value = _state.get("runtime")
     if value is None:
         with _lock:
             value = _state.get("runtime")
             if value is None:
-                value = Runtime(settings(), metrics()).start()
+                value = Runtime(settings(), metrics(), health()).start()
                 _state["runtime"] = value
     assert isinstance(value, Runtime)
     return value
@@ -150,8 +183,9 @@ def _start(**_: Any) -> None:
     current = settings()
     port = current.metrics_port
     if port:
-        metrics().serve(port)
-        log.info("metrics on :%d/metrics", port)
+        checks = {"/healthz": health().problem, "/readyz": health().unready}
+        metrics().serve(port, checks=checks)
+        log.info("metrics on :%d/metrics, health on /healthz and /readyz", port)
     runtime()
     publisher()  # connects and declares the verdicts and dead-letter queues
 

@@ -2,17 +2,21 @@
 
 One :class:`Metrics` object per process, holding its own ``CollectorRegistry`` so tests can make
 fresh ones.  The worker runs one process (a thread pool feeding one asyncio loop), so no
-multiprocess mode is needed.
+multiprocess mode is needed.  The port also answers the worker's health checks
+(:meth:`Metrics.serve`'s ``checks``: ``/healthz``, ``/readyz``).
 """
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections import Counter as Tally
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from socketserver import ThreadingMixIn
 from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
 
 from veredito.worker.verdict import CATEGORIES, VERDICTS, Verdict
 
@@ -196,8 +200,32 @@ class Metrics:
                 return app
         return "other"
 
-    def serve(self, port: int, addr: str = "0.0.0.0") -> None:
-        start_http_server(port, addr=addr, registry=self.registry)
+    def serve(
+        self,
+        port: int,
+        addr: str = "0.0.0.0",
+        checks: Mapping[str, Callable[[], str | None]] | None = None,
+    ) -> None:
+        """Serve the metrics on every path, but the ``checks``' paths: each answers 200 while its
+        check returns None, else 503 with the reason it returns. In a daemon thread."""
+        metrics_app = make_wsgi_app(self.registry)
+        routes = dict(checks or {})
+
+        def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterator[bytes]:
+            check = routes.get(environ.get("PATH_INFO", ""))
+            if check is None:
+                return iter(metrics_app(environ, start_response))
+            problem = check()
+            body = f"{problem or 'ok'}\n".encode()
+            status = "503 Service Unavailable" if problem else "200 OK"
+            headers = [("Content-Type", "text/plain; charset=utf-8"), ("Cache-Control", "no-store")]
+            start_response(status, [*headers, ("Content-Length", str(len(body)))])
+            return iter([body])
+
+        server_class = _ServerV6 if ":" in addr else _Server
+        httpd = make_server(addr, port, app, server_class, handler_class=_QuietHandler)
+        thread = threading.Thread(target=httpd.serve_forever, name="veredito-metrics", daemon=True)
+        thread.start()
 
     def record_verdict(self, verdict: Verdict, latency: float | None = None) -> None:
         app = self.app_label(verdict.app)
@@ -240,3 +268,16 @@ class Metrics:
     def record_repairs(self, kinds: Iterable[str]) -> None:
         for kind in kinds:
             self.child(self.repairs, kind if kind in REPAIR_KINDS else "other").inc()
+
+
+class _Server(ThreadingMixIn, WSGIServer):
+    daemon_threads = True  # a scrape in progress never holds up the process's exit
+
+
+class _ServerV6(_Server):
+    address_family = socket.AF_INET6
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # no line per scrape or probe
+        pass

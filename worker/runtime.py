@@ -3,12 +3,16 @@
 Celery's ``threads`` pool runs each task in a thread that hands the evaluation to this loop and
 waits for it.  So one process keeps ``concurrency`` evaluations in flight (each up to two judge
 calls) while the I/O is multiplexed by one loop and one connection pool.
+
+:class:`Health` is what the metrics port's ``/healthz`` and ``/readyz`` answer: the loop beats it
+every second, and Celery's consumer says when it holds a broker connection and when it lost it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import CancelledError, Future
 from typing import Any
@@ -21,13 +25,77 @@ from veredito.worker.pipeline import Outcome, Pipeline
 from veredito.worker.settings import Settings
 from veredito.worker.spend import Spending
 
-__all__ = ["Runtime"]
+__all__ = ["HEARTBEAT_SECONDS", "Health", "Runtime"]
+
+HEARTBEAT_SECONDS = 1.0
+
+
+class Health:
+    """Whether the worker works: its event loop runs, and it holds a broker connection or lost it
+    less than ``broker_grace`` seconds ago.
+
+    Each fact is written by the thread that knows it (the loop's heartbeat, Celery's consumer) and
+    read by the HTTP server's threads, all under one lock. Before the first connection the grace
+    runs from start-up, so a worker that never reaches its broker fails too.
+    """
+
+    def __init__(
+        self,
+        loop_stall: float,
+        broker_grace: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.loop_stall = loop_stall
+        self.broker_grace = broker_grace
+        self._clock = clock
+        self._lock = threading.Lock()
+        now = clock()
+        self._beat = now
+        self._connected = False
+        self._lost_at = now
+
+    def beat(self) -> None:
+        now = self._clock()
+        with self._lock:
+            self._beat = now
+
+    def broker_connected(self) -> None:
+        with self._lock:
+            self._connected = True
+
+    def broker_lost(self) -> None:
+        now = self._clock()
+        with self._lock:
+            if self._connected:
+                self._connected = False
+                self._lost_at = now
+
+    def problem(self) -> str | None:
+        """Why ``/healthz`` fails (restart this worker), or None while it works."""
+        now = self._clock()
+        with self._lock:
+            beat, connected, lost_at = self._beat, self._connected, self._lost_at
+        if now - beat > self.loop_stall:
+            return f"the event loop has not run for {now - beat:.0f} s"
+        if not connected and now - lost_at > self.broker_grace:
+            return f"no broker connection for {now - lost_at:.0f} s"
+        return None
+
+    def unready(self) -> str | None:
+        """Why ``/readyz`` fails (not consuming now), or None: no grace for the broker here."""
+        problem = self.problem()
+        if problem is not None:
+            return problem
+        with self._lock:
+            connected = self._connected
+        return None if connected else "not connected to the broker"
 
 
 class Runtime:
-    def __init__(self, settings: Settings, metrics: Metrics) -> None:
+    def __init__(self, settings: Settings, metrics: Metrics, health: Health | None = None) -> None:
         self.settings = settings
         self.metrics = metrics
+        self.health = health
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="veredito-loop", daemon=True
@@ -59,6 +127,14 @@ class Runtime:
             spending=self._spending,
             redact_stored=self.settings.redact_stored,
         )
+        if self.health is not None:
+            self._heartbeat()
+
+    def _heartbeat(self) -> None:
+        """Runs on the loop every second: a loop held up by blocking code stops beating."""
+        assert self.health is not None
+        self.health.beat()
+        self._loop.call_later(HEARTBEAT_SECONDS, self._heartbeat)
 
     def submit(
         self, envelope: dict[str, Any], then: Callable[[Outcome], Awaitable[None]] | None = None

@@ -98,6 +98,18 @@ class Settings(BaseSettings):
 
     concurrency: int = Field(default=128, ge=1, description="evaluations in flight per worker")
     metrics_port: int | None = None
+    health_loop_stall: float = Field(
+        default=30.0,
+        gt=0,
+        description="worker: /healthz fails when the runtime's event loop has not run for this "
+        "many seconds",
+    )
+    health_broker_grace: float = Field(
+        default=120.0,
+        gt=0,
+        description="worker: /healthz fails when the consumer has had no broker connection for "
+        "this many seconds",
+    )
     app_label_limit: int = Field(default=50, ge=1)
 
     max_chunks: int = Field(default=64, ge=1)
