@@ -54,6 +54,9 @@ class TooManyItems(ValueError):
         self.count = count
         self.limit = limit
 
+    def __reduce__(self) -> tuple[type[TooManyItems], tuple[int, int]]:
+        return TooManyItems, (self.count, self.limit)  # it crosses processes (web/heavy.py)
+
 
 def count_items(data: bytes, content_type: str) -> int | None:
     """How many items an NDJSON body carries (its non-blank lines), counted without parsing;

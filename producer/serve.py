@@ -54,6 +54,7 @@ from veredito.producer.publish import task_outgoing
 from veredito.producer.sampling import Dedup, sampled_in
 from veredito.producer.triple import InvalidTriple, Limits, fallback_id, parse_triple
 from veredito.web.guard import HostPolicy
+from veredito.web.heavy import HEAVY, HEAVY_BYTES
 
 __all__ = ["CONFIG", "INGEST_ROUTES", "STATE", "IngestConfig", "JsonError", "State", "add_ingest"]
 
@@ -217,7 +218,9 @@ async def read_values(request: web.Request) -> list[Any]:
         )
     data = await read_data(request)
     loop = asyncio.get_running_loop()
-    try:  # parsed off the event loop: a large body does not hold up other requests
+    try:  # parsed off the event loop; a large body in another process (veredito/web/heavy.py)
+        if len(data) > HEAVY_BYTES and HEAVY in request.app:
+            return await request.app[HEAVY].run(read_body, data, content_type, config.max_items)
         return await loop.run_in_executor(None, read_body, data, content_type, config.max_items)
     except TooManyItems as exc:
         raise JsonError(413, "too_many_items", str(exc)) from None
@@ -355,9 +358,14 @@ async def post_otlp(request: web.Request) -> web.Response:
     data = await read_data(request)
     loop = asyncio.get_running_loop()
     try:
-        spans = await loop.run_in_executor(
-            None, _otlp_spans, data, content_type, config.otlp_max_spans_per_request
-        )
+        if len(data) > HEAVY_BYTES and HEAVY in request.app:
+            spans = await request.app[HEAVY].run(
+                _otlp_spans, data, content_type, config.otlp_max_spans_per_request
+            )
+        else:
+            spans = await loop.run_in_executor(
+                None, _otlp_spans, data, content_type, config.otlp_max_spans_per_request
+            )
     except TooManyItems as exc:
         raise JsonError(
             413,

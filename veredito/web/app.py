@@ -29,6 +29,7 @@ from veredito.producer.serve import (
     check_ready,
 )
 from veredito.store import StoreUnavailable
+from veredito.web.heavy import HEAVY, HeavyPool
 from veredito.web.labels import ReviewMetrics, openapi_paths
 from veredito.web.review import (
     API_ROUTES,
@@ -146,6 +147,16 @@ def make_app(
             "or pass --insecure-no-auth to accept anyone (or --store alone for a read-only server)"
         )
     app = web.Application(client_max_size=config.max_bytes, middlewares=[errors_and_metrics])
+    pool = app[HEAVY] = HeavyPool()
+
+    async def warm(_: web.Application) -> None:
+        await pool.warm()
+
+    async def close(_: web.Application) -> None:
+        pool.close()
+
+    app.on_startup.append(warm)
+    app.on_cleanup.append(close)
     add_ingest(app, config, registry, enabled=ingest)
     if review is not None:
         review.metrics = ReviewMetrics(app[STATE].metrics.registry)  # one /metrics for all

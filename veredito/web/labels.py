@@ -35,6 +35,7 @@ from veredito.labels import (
     MAX_LABEL_BYTES,
     LabelError,
     agreement,
+    collector_paused,
     labelled_record,
     parse_submission,
 )
@@ -181,11 +182,12 @@ def agreement_of(
     uniform: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
     chosen: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
     rows = 0
-    for verdict, labels, key in store.labelled(filters, judge):
-        into = uniform if key < share else chosen
-        into[0].append(labelled_record(verdict, labels))
-        into[1].append(verdict)
-        rows += len(labels)
+    with collector_paused():  # thousands of live objects built at once (veredito/labels.py)
+        for verdict, labels, key in store.labelled(filters, judge):
+            into = uniform if key < share else chosen
+            into[0].append(labelled_record(verdict, labels))
+            into[1].append(verdict)
+            rows += len(labels)
     return {
         "app": filters.app,
         "judge": judge,

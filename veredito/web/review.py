@@ -44,6 +44,7 @@ from veredito.producer.ingest import Grant, Tokens
 from veredito.store import Filters, SQLStore, StoreUnavailable, parse_when
 from veredito.store.sql import AmbiguousId
 from veredito.web import page_labels
+from veredito.web.heavy import HEAVY, HEAVY_BYTES
 from veredito.web.highlight import claim_spans, marked_chunk, path_segment, segments
 from veredito.web.labels import LABEL_ROUTES, ReviewMetrics, ReviewTokens, add_label_routes
 from veredito.worker.verdict import CATEGORIES, VERDICTS
@@ -587,11 +588,31 @@ async def page_verdict(request: web.Request) -> web.Response:
     except StoreUnavailable:
         return _store_away_page()
     parts = page_labels.page_context(verdict, rows, session, request.query)
-    # highlighting and rendering are CPU work in proportion to the answer: off the event loop
-    response: web.Response = await _call(
-        request, _verdict_page, verdict, 200, session, parts, bool(request.app[REVIEW].reviewers)
-    )
+    # highlighting and rendering are CPU work in proportion to the answer: off the event loop,
+    # and for a long answer in another process (veredito/web/heavy.py)
+    args = (verdict, 200, session, parts, bool(request.app[REVIEW].reviewers))
+    if _page_weight(verdict) > HEAVY_BYTES // 8 and HEAVY in request.app:
+        body, status, headers = await request.app[HEAVY].run(_verdict_page_parts, *args)
+        return web.Response(body=body, status=status, headers=headers)
+    response: web.Response = await _call(request, _verdict_page, *args)
     return response
+
+
+def _page_weight(verdict: dict[str, Any]) -> int:
+    """Characters of the answer and the claims: what highlighting and rendering cost."""
+    given = _dict(verdict.get("input"))
+    claims = _list(verdict.get("claims"))
+    return len(_text(given.get("answer"))) + sum(
+        len(_text(c.get("text"))) for c in claims if isinstance(c, dict)
+    )
+
+
+def _verdict_page_parts(*args: Any) -> tuple[bytes, int, dict[str, str]]:
+    """:func:`_verdict_page` in a worker process: the response as plain data."""
+    response = _verdict_page(*args)
+    body = response.body if isinstance(response.body, bytes) else b""
+    headers = {k: v for k, v in response.headers.items() if k.lower() != "content-length"}
+    return body, response.status, headers
 
 
 def _verdict_page(
