@@ -269,3 +269,31 @@ def test_precision_gauges_follow_the_window(tmp_path: Path) -> None:
         assert not metrics.precision_labels.collect()[0].samples
     finally:
         store.close()
+
+
+def test_the_cached_agreement_follows_new_labels(tmp_path: Path) -> None:
+    """serve keeps each answer's share of the agreement until a new label of it comes: the
+    cached figures equal a fresh computation after every label."""
+    from veredito.labels import Label
+    from veredito.store import Filters
+    from veredito.store.sql import open_sql_store
+    from veredito.web.labels import AgreementCache, agreement_of
+
+    url = f"sqlite:///{tmp_path / 'v.db'}"
+    verdicts = with_claims(judged_store(url, tmp_path), 1)[:12]
+    store = open_sql_store(url)
+    cache = AgreementCache()
+    try:
+        for n, v in enumerate(verdicts):
+            app = v["metadata"].get("app", "")
+            store.add_labels(app, v["id"], "ana", [Label("claim", 0, n % 2 == 0)])
+            cached = agreement_of(store, Filters(), None, 1.0, cache)
+            assert cached == agreement_of(store, Filters(), None, 1.0)
+            assert cached["uniform"]["answers"] == n + 1
+        v = verdicts[0]  # ana changes her mind on the first answer
+        store.add_labels(v["metadata"].get("app", ""), v["id"], "ana", [Label("claim", 0, False)])
+        assert agreement_of(store, Filters(), None, 1.0, cache) == agreement_of(
+            store, Filters(), None, 1.0
+        )
+    finally:
+        store.close()

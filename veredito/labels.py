@@ -43,7 +43,9 @@ __all__ = [
     "LabelError",
     "Submission",
     "agreement",
+    "agreement_from",
     "agreement_table",
+    "counts_of",
     "labelled_record",
     "parse_submission",
     "sample_key",
@@ -373,39 +375,60 @@ class _Scored:
         ]
 
 
+def counts_of(record: dict[str, Any], verdict: dict[str, Any]) -> Counter[tuple[str, ...]]:
+    """One answer's share of the agreement's counts: answer-level and per-category tp/fp/fn,
+    and its claims' (gold, predicted) verdict pairs. The agreement is their sum, so an answer's
+    share can be kept until its labels change (serve keeps them between refreshes)."""
+    from veredito.worker.calibrate import score
+
+    report = score([record], cast("list[Verdict]", [_Scored(verdict)]))
+    out: Counter[tuple[str, ...]] = Counter()
+    for field_ in ("tp", "fp", "fn"):
+        out[("answer", field_)] = getattr(report.answers, field_)
+        for name, c in report.categories.items():
+            if getattr(c, field_):
+                out[("category", name, field_)] = getattr(c, field_)
+    for (gold, predicted), n in report.confusion.items():
+        out[("confusion", gold, predicted)] = n
+    return +out
+
+
+def agreement_from(total: Counter[tuple[str, ...]], answers: int) -> dict[str, Any]:
+    """The agreement's figures from summed :func:`counts_of`."""
+    categories = {}
+    for name in CATEGORIES:
+        tp, fp, fn = (total[("category", name, f)] for f in ("tp", "fp", "fn"))
+        if tp + fp + fn:
+            categories[name] = _figures(tp, fp, fn)
+    by_verdict = {}
+    columns = [*VERDICTS, "missed"]
+    for verdict in VERDICTS:
+        hit = total[("confusion", verdict, verdict)]
+        gold = sum(total[("confusion", verdict, p)] for p in columns)
+        said = sum(total[("confusion", g, verdict)] for g in VERDICTS)
+        if gold or said:
+            by_verdict[verdict] = _figures(hit, said - hit, gold - hit)
+    return {
+        "answers": answers,
+        "answer_level": _figures(*(total[("answer", f)] for f in ("tp", "fp", "fn"))),
+        "categories": categories,
+        "claim_verdicts": by_verdict,
+    }
+
+
 def agreement(
     records: Sequence[dict[str, Any]], verdicts: Sequence[dict[str, Any]]
 ) -> dict[str, Any]:
     """The judge (``verdicts``, as stored) against the labelled ``records`` of the same answers:
     answer level, per category, per claim verdict; each precision and recall with its Wilson
-    interval. Exactly :func:`veredito.worker.calibrate.score`'s counts."""
-    from veredito.worker.calibrate import score
-
-    # what score reads of each verdict, without validating the whole stored verdict again (a
-    # pydantic Verdict per answer: 0.7 s of the agreement's 3.3 s at 9,000 answers)
+    interval. Exactly :func:`veredito.worker.calibrate.score`'s counts (it is additive: each
+    answer's share is :func:`counts_of`). The stored verdicts are read for what score reads, not
+    validated again (a pydantic Verdict per answer was 0.7 s of 3.3 s at 9,000 answers)."""
+    total: Counter[tuple[str, ...]] = Counter()
     with collector_paused():
-        parsed = cast("list[Verdict]", [_Scored(v) for v in verdicts])
-        report = score(list(records), parsed)
-    answers = report.answers
-    categories = {
-        name: _figures(c.tp, c.fp, c.fn)
-        for name, c in report.categories.items()
-        if c.tp + c.fp + c.fn
-    }
-    by_verdict = {}
-    columns = [*VERDICTS, "missed"]
-    for verdict in VERDICTS:
-        hit = report.confusion.get((verdict, verdict), 0)
-        gold = sum(report.confusion.get((verdict, p), 0) for p in columns)
-        said = sum(report.confusion.get((g, verdict), 0) for g in VERDICTS)
-        if gold or said:
-            by_verdict[verdict] = _figures(hit, said - hit, gold - hit)
-    return {
-        "answers": len(records),
-        "answer_level": _figures(answers.tp, answers.fp, answers.fn),
-        "categories": categories,
-        "claim_verdicts": by_verdict,
-    }
+        for record, verdict in zip(records, verdicts, strict=True):
+            total.update(counts_of(record, verdict))
+    return agreement_from(total, len(records))
 
 
 def _dict(value: Any) -> dict[str, Any]:

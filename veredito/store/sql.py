@@ -500,6 +500,59 @@ class SQLStore:
                 for app, verdict_id, body, key in verdicts
             ]  # fmt: skip
 
+    def labelled_keys(
+        self, filters: Filters, judge: str | None = None
+    ) -> list[tuple[str, str, float, int, int]]:
+        """(app, id, sample key, newest label id, label rows) of every labelled answer the
+        filters keep: enough to tell which answers' labels changed since last asked."""
+        where, params = self._where(filters)
+        if judge is not None:
+            where.append("v.judge_kind = %s")
+            params.append(judge)
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        with self._using() as conn:
+            found = conn.execute(
+                self.sql(
+                    "SELECT v.app, v.id, v.sample_key, MAX(l.id), COUNT(*) FROM verdicts v "
+                    f"JOIN labels l ON l.app = v.app AND l.verdict_id = v.id {clause} "
+                    "GROUP BY v.app, v.id, v.sample_key"
+                ),
+                params,
+            ).fetchall()
+        return [
+            (str(app), str(verdict_id),
+             float(key) if key is not None else sample_key(app, verdict_id), int(last), int(n))
+            for app, verdict_id, key, last, n in found
+        ]  # fmt: skip
+
+    def labelled_answers(
+        self, keys: Sequence[tuple[str, str]]
+    ) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+        """(verdict, its label rows) of the answers ``keys`` name ((app, id) pairs)."""
+        out: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+        with collector_paused(), self._using() as conn:
+            for start in range(0, len(keys), 400):
+                part = keys[start : start + 400]
+                pairs = " OR ".join(["(v.app = %s AND v.id = %s)"] * len(part))
+                flat = [x for pair in part for x in pair]
+                bodies = conn.execute(
+                    self.sql(f"SELECT v.app, v.id, v.body FROM verdicts v WHERE {pairs}"), flat
+                ).fetchall()
+                rows = self._label_rows(
+                    conn,
+                    "JOIN verdicts v ON v.app = l.app AND v.id = l.verdict_id WHERE "
+                    + pairs.replace("v.app", "l.app").replace("v.id", "l.verdict_id"),
+                    flat,
+                )
+                by_answer: dict[tuple[str, str], list[dict[str, Any]]] = {}
+                for row in rows:
+                    by_answer.setdefault((row["app"], row["verdict_id"]), []).append(row)
+                out += [
+                    (self._body(body), by_answer.get((str(app), str(verdict_id)), []))
+                    for app, verdict_id, body in bodies
+                ]
+        return out
+
     def label_counts(self) -> dict[str, int]:
         """Label rows by app."""
         with self._using() as conn:

@@ -25,6 +25,7 @@ import hmac
 import json
 import logging
 import threading
+from collections import Counter as Tally
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,8 +35,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from veredito.labels import (
     MAX_LABEL_BYTES,
     LabelError,
-    agreement,
+    agreement_from,
     collector_paused,
+    counts_of,
     labelled_record,
     parse_submission,
 )
@@ -47,6 +49,7 @@ from veredito.worker.verdict import CATEGORIES, VERDICTS
 
 __all__ = [
     "LABEL_ROUTES",
+    "AgreementCache",
     "ReviewMetrics",
     "ReviewTokens",
     "Reviewer",
@@ -175,19 +178,63 @@ class ReviewMetrics:
         )
 
 
+class AgreementCache:
+    """Each labelled answer's share of the agreement (:func:`veredito.labels.counts_of`), kept
+    until a new label of that answer comes: stored verdicts never change and labels are only
+    added, so a refresh reads the bodies and labels of the answers labelled since the last one
+    only. Thread-safe; a few hundred bytes an answer."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._shares: dict[tuple[str, str], tuple[int, Tally[tuple[str, ...]]]] = {}
+
+    def shares(
+        self, store: SQLStore, keys: list[tuple[str, str, float, int, int]]
+    ) -> dict[tuple[str, str], Tally[tuple[str, ...]]]:
+        with self._lock:
+            known = {k: v for k, v in self._shares.items()}
+        stale = [
+            (app, vid) for app, vid, _, last, _ in keys if known.get((app, vid), (0,))[0] != last
+        ]
+        fresh: dict[tuple[str, str], tuple[int, Tally[tuple[str, ...]]]] = {}
+        newest = {(app, vid): last for app, vid, _, last, _ in keys}
+        with collector_paused():
+            for verdict, rows in store.labelled_answers(stale):
+                key = (_app_of(verdict), str(verdict.get("id")))
+                last = max((int(r["id"]) for r in rows), default=0)
+                if last >= newest.get(key, 0):
+                    fresh[key] = (last, counts_of(labelled_record(verdict, rows), verdict))
+        with self._lock:
+            self._shares.update(fresh)
+            return {(app, vid): self._shares[(app, vid)][1] for app, vid, *_ in keys
+                    if (app, vid) in self._shares}  # fmt: skip
+
+
 def agreement_of(
-    store: SQLStore, filters: Filters, judge: str | None, share: float
+    store: SQLStore,
+    filters: Filters,
+    judge: str | None,
+    share: float,
+    cache: AgreementCache | None = None,
 ) -> dict[str, Any]:
-    """The agreement of spec §16: the uniform slice's figures, and the other labels apart."""
-    uniform: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
-    chosen: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
+    """The agreement of spec §16: the uniform slice's figures, and the other labels apart.
+    With ``cache``, each answer's share is computed once per new label (serve keeps one)."""
+    if cache is None:
+        cache = AgreementCache()  # a one-off: every answer read once
+    keys = store.labelled_keys(filters, judge)
+    shares = cache.shares(store, keys)
+    uniform: Tally[tuple[str, ...]] = Tally()
+    chosen: Tally[tuple[str, ...]] = Tally()
+    counted = {"uniform": 0, "chosen": 0}
     rows = 0
-    with collector_paused():  # thousands of live objects built at once (veredito/labels.py)
-        for verdict, labels, key in store.labelled(filters, judge):
-            into = uniform if key < share else chosen
-            into[0].append(labelled_record(verdict, labels))
-            into[1].append(verdict)
-            rows += len(labels)
+    for app, verdict_id, key, _, labels in keys:
+        part = shares.get((app, verdict_id))
+        if part is None:
+            continue
+        slice_ = "uniform" if key < share else "chosen"
+        (uniform if slice_ == "uniform" else chosen).update(part)
+        counted[slice_] += 1
+        rows += labels
     return {
         "app": filters.app,
         "judge": judge,
@@ -195,19 +242,26 @@ def agreement_of(
         "until": filters.until,
         "sample_share": share,
         "labels": rows,
-        "uniform": agreement(*uniform),
-        "chosen_to_teach": agreement(*chosen),
+        "uniform": agreement_from(uniform, counted["uniform"]),
+        "chosen_to_teach": agreement_from(chosen, counted["chosen"]),
     }
 
 
-def refresh_precision(store: SQLStore, metrics: ReviewMetrics, since: str, share: float) -> None:
+def refresh_precision(
+    store: SQLStore,
+    metrics: ReviewMetrics,
+    since: str,
+    share: float,
+    cache: AgreementCache | None = None,
+) -> None:
     """Set the precision gauges of every labelled app and judge (from a worker thread), and
     drop the series no longer computed (labels that aged out of the window): a stale precision
     must not keep an alert firing."""
     fresh: dict[tuple[str, str, str], dict[str, Any]] = {}
     for app in store.label_counts():
         for judge in JUDGES:
-            result = agreement_of(store, Filters(app=app, since=since), judge, share)["uniform"]
+            result = agreement_of(store, Filters(app=app, since=since), judge, share, cache)
+            result = result["uniform"]
             figures = {"answer": result["answer_level"], **result["categories"]}
             for category, numbers in figures.items():
                 if numbers["labelled"]:
@@ -472,7 +526,13 @@ async def get_agreement(request: web.Request) -> web.Response:
         raise BadParameter("judge", f"{judge!r} is not one of {', '.join(JUDGES)}")
     try:
         result = await _in_thread(
-            request, agreement_of, review.store, filters, judge, review.sample_share
+            request,
+            agreement_of,
+            review.store,
+            filters,
+            judge,
+            review.sample_share,
+            review.agreements,
         )
     except StoreUnavailable:
         return _json(503, _error("store_unavailable", "the verdict store cannot be reached"))
@@ -492,7 +552,7 @@ async def precision_loop(app: web.Application) -> None:
             since = parse_when(review.window)
             await loop.run_in_executor(
                 review.executor, refresh_precision, review.store, review.metrics, since,
-                review.sample_share,
+                review.sample_share, review.agreements,
             )  # fmt: skip
         except StoreUnavailable:
             log.warning("the precision gauges could not be refreshed: the store is away")

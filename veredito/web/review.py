@@ -46,7 +46,13 @@ from veredito.store.sql import AmbiguousId
 from veredito.web import page_labels
 from veredito.web.heavy import HEAVY, HEAVY_BYTES
 from veredito.web.highlight import claim_spans, marked_chunk, path_segment, segments
-from veredito.web.labels import LABEL_ROUTES, ReviewMetrics, ReviewTokens, add_label_routes
+from veredito.web.labels import (
+    LABEL_ROUTES,
+    AgreementCache,
+    ReviewMetrics,
+    ReviewTokens,
+    add_label_routes,
+)
 from veredito.worker.verdict import CATEGORIES, VERDICTS
 
 __all__ = ["API_ROUTES", "PAGE_ROUTES", "BadParameter", "Review", "add_routes"]
@@ -125,6 +131,7 @@ class Review:
     min_labels: int = 30
     session_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     metrics: ReviewMetrics = field(default_factory=lambda: ReviewMetrics(CollectorRegistry()))
+    agreements: AgreementCache = field(default_factory=lambda: AgreementCache())
 
 
 REVIEW: web.AppKey[Review] = web.AppKey("review")
