@@ -35,6 +35,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from veredito.labels import (
     MAX_LABEL_BYTES,
     LabelError,
+    agreement,
     agreement_from,
     collector_paused,
     counts_of,
@@ -219,22 +220,35 @@ def agreement_of(
 ) -> dict[str, Any]:
     """The agreement of spec §16: the uniform slice's figures, and the other labels apart.
     With ``cache``, each answer's share is computed once per new label (serve keeps one)."""
-    if cache is None:
-        cache = AgreementCache()  # a one-off: every answer read once
+    if cache is None:  # a one-off (calibrate --from-store): one pass over every answer
+        uniform_: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
+        chosen_: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
+        label_rows = 0
+        with collector_paused():
+            for verdict, labels, key in store.labelled(filters, judge):
+                into = uniform_ if key < share else chosen_
+                into[0].append(labelled_record(verdict, labels))
+                into[1].append(verdict)
+                label_rows += len(labels)
+        return {
+            "app": filters.app, "judge": judge, "since": filters.since, "until": filters.until,
+            "sample_share": share, "labels": label_rows, "uniform": agreement(*uniform_),
+            "chosen_to_teach": agreement(*chosen_),
+        }  # fmt: skip
     keys = store.labelled_keys(filters, judge)
     shares = cache.shares(store, keys)
     uniform: Tally[tuple[str, ...]] = Tally()
     chosen: Tally[tuple[str, ...]] = Tally()
     counted = {"uniform": 0, "chosen": 0}
     rows = 0
-    for app, verdict_id, key, _, labels in keys:
+    for app, verdict_id, key, _, label_count in keys:
         part = shares.get((app, verdict_id))
         if part is None:
             continue
         slice_ = "uniform" if key < share else "chosen"
         (uniform if slice_ == "uniform" else chosen).update(part)
         counted[slice_] += 1
-        rows += labels
+        rows += label_count
     return {
         "app": filters.app,
         "judge": judge,
