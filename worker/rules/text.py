@@ -56,8 +56,35 @@ _SYMBOLS = {
 _SYMBOL = re.compile("|".join(map(re.escape, _SYMBOLS)))
 
 
+def _nfkd_ascii(text: str) -> str:
+    """The first way :func:`fold` tries: symbols mapped, accents dropped, ASCII kept."""
+    plain = _SYMBOL.sub(lambda m: _SYMBOLS[m.group(0)], text)
+    return unicodedata.normalize("NFKD", plain).encode("ascii", "ignore").decode().lower()
+
+
+# Latin-1 characters that fold, alone, to one ASCII character (accented letters, "§", "º"),
+# and a non-ASCII byte for the others: a Latin-1 text folds one character at a time (NFKD
+# decomposes character by character and only the ASCII base is kept), so ``bytes.translate``
+# folds it in C when every character has its one ASCII character. Any other text takes the
+# general path.
+_LATIN1 = bytes(
+    ord(folded) if len(folded := _nfkd_ascii(chr(code))) == 1 else 0xFF for code in range(256)
+)
+
+
 def fold(text: str) -> str:
     """Lower case without accents (``Ação`` → ``acao``), one character for one."""
+    if text.isascii():
+        return text.lower()
+    try:
+        quick = text.encode("latin-1").translate(_LATIN1)
+    except UnicodeEncodeError:
+        return _fold_general(text)
+    return quick.decode("ascii") if quick.isascii() else _fold_general(text)
+
+
+def _fold_general(text: str) -> str:
+    """:func:`fold` of any text (the quick path gives the same for the texts it takes)."""
     if text.isascii():
         return text.lower()
     plain = _SYMBOL.sub(lambda m: _SYMBOLS[m.group(0)], text)
@@ -188,27 +215,25 @@ def stem(word: str) -> str:
     return str(_stemmer.stemWord(word))
 
 
-# folded word -> its stem, or "" for a word that carries no content; bounded (cleared when full:
-# 50,000 words is more than the vocabulary of a RAG app's documents, about 6 MB)
-_CONTENT: dict[str, str] = {}
+class _Content(dict[str, str]):
+    """Folded word -> its stem, or "" for a word that carries no content; bounded (cleared when
+    full: 50,000 words is more than the vocabulary of a RAG app's documents, about 6 MB). A
+    word seen before is looked up in C (``map``); a new one comes through ``__missing__``."""
+
+    def __missing__(self, word: str) -> str:
+        if word.isdigit():  # numbers are their own stem; not memoised (they are too many)
+            return word if len(word) > 1 else ""
+        found = "" if len(word) < 2 or word in STOPWORDS else stem(word)
+        if len(self) >= _CONTENT_MAX:
+            self.clear()
+        self[word] = found
+        return found
+
+
+_CONTENT = _Content()
 _CONTENT_MAX = 50_000
 
 
 def content_stems(text: str) -> list[str]:
     """Stems of the content words of ``text`` (folded; stop words and 1-letter words dropped)."""
-    out = []
-    known = _CONTENT
-    for word in _WORD.findall(fold(text)):
-        if word.isdigit():  # numbers are their own stem; not memoised (they are too many)
-            if len(word) > 1:
-                out.append(word)
-            continue
-        found = known.get(word)
-        if found is None:
-            found = "" if len(word) < 2 or word in STOPWORDS else stem(word)
-            if len(known) >= _CONTENT_MAX:
-                known.clear()
-            known[word] = found
-        if found:
-            out.append(found)
-    return out
+    return list(filter(None, map(_CONTENT.__getitem__, _WORD.findall(fold(text)))))
