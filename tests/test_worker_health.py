@@ -307,13 +307,13 @@ def test_healthz_fails_when_the_broker_is_gone_and_recovers(broker: str, tmp_pat
 
             cut = time.monotonic()
             proxy.cut()
-            # the consumer sees the connection go at once: not ready, but not yet unhealthy
-            wait_for_status(base + "/readyz", 503, GRACE)
-            assert get(base + "/healthz")[0] == 200, "unhealthy before the grace was over"
-            _, reason = wait_for_status(base + "/healthz", 503, GRACE + 10)
+            # the consumer sees the connection go (at once, mostly: Celery may first wait out a
+            # drain timeout): not ready; unhealthy only once the grace is over
+            _, reason = wait_for_status(base + "/healthz", 503, GRACE + 15)
             failed_after = time.monotonic() - cut
             assert "no broker connection" in reason
-            assert GRACE - 0.5 <= failed_after <= GRACE + 10, failed_after
+            assert GRACE - 0.5 <= failed_after <= GRACE + 15, failed_after
+            assert get(base + "/readyz")[0] == 503
 
             proxy.start()  # the broker is back: the worker reconnects by itself
             recovered, _ = wait_for_status(base + "/healthz", 200, 60)
