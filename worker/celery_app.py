@@ -28,6 +28,7 @@ from typing import Any
 
 from celery import Celery, bootsteps, signals
 from celery.exceptions import Reject
+from celery.worker.consumer.delayed_delivery import DelayedDelivery
 
 from veredito.producer import topology
 from veredito.worker.logs import configure_logging
@@ -137,9 +138,13 @@ def health() -> Health:
 
 class BrokerLink(bootsteps.StartStopStep):  # type: ignore[misc]
     """Celery's consumer runs its steps' ``start`` once connected and consuming, and their
-    ``stop`` when the connection is lost (before it reconnects) or at shutdown."""
+    ``stop`` when the connection is lost (before it reconnects) or at shutdown.
 
-    requires = ("celery.worker.consumer.tasks:Tasks",)
+    It starts after the consumer's last setup step, just before its loop: the delayed-delivery
+    step (quorum queues) retries for up to 15 s on a broken connection before the loop sees the
+    break, and a worker is not ready while that goes on."""
+
+    requires = (DelayedDelivery,)
 
     def start(self, parent: Any) -> None:
         health().broker_connected()
