@@ -72,7 +72,7 @@ bench: $(STAMP)
 chaos: $(STAMP)
 	bash scripts/ensure-services.sh
 	$(BIN)/python bench/chaos.py --broker rabbitmq --n 10000 --kill-every 5 --outage 40
-	$(BIN)/python bench/chaos.py --broker redis --n 3000 --kill-every 5 --outage 40 --visibility-timeout 60
+	$(BIN)/python bench/chaos.py --broker redis --n 3000 --concurrency 24 --kill-every 5 --outage 40
 	$(BIN)/python bench/chaos.py --broker rabbitmq --n 10000 --kill-every 5 --outage 40 \
 	  --store postgresql://postgres@127.0.0.1:5432/veredito_chaos
 

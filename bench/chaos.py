@@ -22,21 +22,36 @@ One run:
    ``failed`` verdicts are exactly the bad-twice triples; one dead-letter record per failed
    triple; nothing dead-lettered by the broker.
 
-It prints a JSON report and exits 1 if a check fails. ``tests/test_chaos.py`` runs a small one.
+On Redis, at every worker kill the killed process's held triples are read from the leases
+(``veredito:holders``, worker/redis_transport.py) and the report gives, for those, how long after
+the kill their verdicts were made (``held_at_kills``, ``back_max_seconds``, ``back_over_60s``).
+The test judge keeps a request log: ``judged_twice`` counts prompts answered validly more than
+once (a triple judged twice, whatever the done markers would have saved); with no worker kills
+(``--kill-every 0``) it must be 0. On RabbitMQ, ``renewed`` counts the triples the workers renewed
+instead of letting the queue's delivery limit count their returns (worker/poison.py), and
+``dead_letters_not_bad`` the dead-letter records for triples that were not bad twice (must be 0).
+
+The broker URLs come from ``VEREDITO_TEST_RABBITMQ_URL`` and ``VEREDITO_TEST_REDIS_URL`` when set
+(a vhost and a Redis db of one's own; the done markers then live in that Redis db too).
+
+It prints a JSON report and exits 1 if a check fails. ``tests/test_chaos.py`` runs small ones.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,15 +62,16 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.llm_server import Script, ServerThread  # noqa: E402
+from tests.judge_log import LoggedServer, PerSecondScript  # noqa: E402
 from veredito.producer import topology  # noqa: E402
 from veredito.producer.triple import parse_triple  # noqa: E402
+from veredito.worker.redis_transport import HOLDERS_KEY  # noqa: E402
 
 BROKERS = {
-    "rabbitmq": "amqp://guest:guest@127.0.0.1:5672//",
-    "redis": "redis://127.0.0.1:6379/13",
+    "rabbitmq": os.environ.get("VEREDITO_TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672//"),
+    "redis": os.environ.get("VEREDITO_TEST_REDIS_URL", "redis://127.0.0.1:6379/13"),
 }
-MARKS_URL = "redis://127.0.0.1:6379/13"
+MARKS_URL = os.environ.get("VEREDITO_TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
 
 TOPICS = [
     (
@@ -123,7 +139,7 @@ class ChaosConfig:
     latency: float = 0.3
     fault_rate: float = 0.12
     timeout: float = 2.0
-    kill_every: float = 4.0
+    kill_every: float = 4.0  # 0: no worker kills
     max_kills: int | None = None
     sink_kill_at: float | None = 0.3
     broker_restart_at: float | None = 0.5
@@ -131,6 +147,7 @@ class ChaosConfig:
     outage: float = 40.0
     bad_every: int = 97
     visibility_timeout: float = 30.0
+    lease: float = 10.0  # VEREDITO_REDIS_LEASE
     deadline: float = 900.0
     workdir: Path = field(default_factory=lambda: Path("out/chaos"))
     store: str | None = None  # postgresql://… : the sink writes there (default: a JSONL file)
@@ -161,6 +178,14 @@ class ChaosReport:
     store_restarts: int = 0
     claims_mismatched: int = 0
     outage_seconds: float = 0.0
+    held_at_kills: int = 0
+    back_max_seconds: float | None = None
+    back_over_60s: int = 0
+    judged_twice: int = 0
+    renewed: int = 0
+    max_returns: int = 0
+    returned_too_often: int = 0
+    dead_letters_not_bad: int = 0
     judge_requests: int = 0
     judge_faults: dict[str, int] = field(default_factory=dict)
     exit_codes: dict[str, int | None] = field(default_factory=dict)
@@ -278,6 +303,39 @@ class StoreTail(Tail):
         self.lines = len(rows)
 
 
+def held_by(url: str, pid: int) -> set[str]:
+    """The ids of the triples a worker process holds under its leases (Redis broker)."""
+    client = redis.Redis.from_url(url)
+    ids: set[str] = set()
+    try:
+        for tag, held in client.hgetall(HOLDERS_KEY).items():
+            if f":{pid}:" not in held.split(b"\t", 1)[0].decode():
+                continue
+            record = client.hget("unacked", tag)
+            if record is None:
+                continue
+            with contextlib.suppress(ValueError, KeyError, IndexError, TypeError):
+                payload = json.loads(record)[0]
+                body = json.loads(base64.b64decode(payload["body"]))
+                ids.add(str(body[1]["triple"]["id"]))
+    finally:
+        client.close()
+    return ids
+
+
+def epoch(stamp: str) -> float:
+    """A verdict's ``evaluated_at`` as seconds since the epoch."""
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
+
+
+def count_in_logs(workdir: Path, pattern: str) -> int:
+    """Occurrences of a pattern in the workers' logs, every start of every worker."""
+    found = re.compile(pattern)
+    return sum(
+        len(found.findall(path.read_text(errors="replace"))) for path in workdir.glob("worker*.log")
+    )
+
+
 def restart_postgresql() -> None:
     for version in sorted(os.listdir("/etc/postgresql")):
         subprocess.run(
@@ -329,13 +387,14 @@ def run_chaos(config: ChaosConfig) -> ChaosReport:
         with psycopg.connect(config.store, autocommit=True) as conn:
             conn.execute("TRUNCATE verdicts, claims, labels, review_served")
 
-    script = Script(
+    script = PerSecondScript(
         latency=config.latency,
         record=False,
         fault_rate=config.fault_rate,
         hang_seconds=config.timeout + 1.0,
     )
-    with ServerThread(script) as judge:
+    kills: list[tuple[float, set[str]]] = []  # (when, ids the killed worker held), Redis only
+    with LoggedServer(script) as judge:
         env = {
             **os.environ,
             "VEREDITO_BROKER_URL": url,
@@ -345,6 +404,7 @@ def run_chaos(config: ChaosConfig) -> ChaosReport:
             "VEREDITO_LLM_MAX_BACKOFF": "1",
             "VEREDITO_REDIS_URL": MARKS_URL,
             "VEREDITO_REDIS_VISIBILITY_TIMEOUT": str(config.visibility_timeout),
+            "VEREDITO_REDIS_LEASE": str(config.lease),
             "VEREDITO_SHUTDOWN_GRACE": "10",
             "VEREDITO_CONCURRENCY": str(config.concurrency),
         }
@@ -368,9 +428,14 @@ def run_chaos(config: ChaosConfig) -> ChaosReport:
                     done = True
                     break
                 now = time.monotonic()
-                kills_left = config.max_kills is None or report.worker_kills < config.max_kills
+                kills_left = config.kill_every > 0 and (
+                    config.max_kills is None or report.worker_kills < config.max_kills
+                )
                 if kills_left and now - last_kill >= config.kill_every:
                     i = report.worker_kills % config.workers
+                    if config.broker == "redis":
+                        held = held_by(url, workers[i].pid)
+                        kills.append((time.time(), held))
                     sigkill(workers[i])
                     workers[i] = procs.start(f"worker{i}", *worker_args)
                     report.worker_kills += 1
@@ -396,7 +461,11 @@ def run_chaos(config: ChaosConfig) -> ChaosReport:
                     config.broker_restart_at = None
                     restart_rabbitmq()
                     report.broker_restarts += 1
-                if config.outage_at is not None and progress >= config.outage_at:
+                if (
+                    config.outage_at is not None
+                    and config.outage > 0
+                    and progress >= config.outage_at
+                ):
                     config.outage_at = None
                     script.down = True
                     outage_ends = now + config.outage
@@ -436,6 +505,29 @@ def run_chaos(config: ChaosConfig) -> ChaosReport:
     report.dead_letter_records = len(ours)
     report.dead_letter_ids = len({r["id"] for r in ours})
     report.broker_dead_lettered = len(records) - len(ours)
+    report.dead_letters_not_bad = len({r["id"] for r in ours} - bad)
+    report.judged_twice = sum(1 for n in script.answers().values() if n > 1)
+    report.renewed = count_in_logs(workdir, r"was renewed")
+    report.max_returns = max(
+        (
+            int(n)
+            for path in workdir.glob("worker*.log")
+            for n in re.findall(r"returned (\d+) times", path.read_text(errors="replace"))
+        ),
+        default=0,
+    )
+    report.returned_too_often = count_in_logs(workdir, r"dead-lettered as returned_too_often")
+    backs = []
+    for killed_at, held in kills:
+        report.held_at_kills += len(held)
+        for ident in held:
+            verdict = tail.verdicts.get(ident)
+            if verdict is None or not verdict.get("evaluated_at"):
+                continue  # missing: counted as such below
+            backs.append(epoch(verdict["evaluated_at"]) - killed_at)
+    if backs:
+        report.back_max_seconds = round(max(backs), 1)
+        report.back_over_60s = sum(1 for b in backs if b > 60)
 
     if isinstance(tail, StoreTail):
         report.claims_mismatched = tail.claims_mismatched
@@ -458,6 +550,15 @@ def run_chaos(config: ChaosConfig) -> ChaosReport:
         )
     if report.broker_dead_lettered:
         report.problems.append(f"{report.broker_dead_lettered} dead-lettered by the broker")
+    if report.dead_letters_not_bad:
+        report.problems.append(f"{report.dead_letters_not_bad} dead letters for good triples")
+    if report.back_over_60s:
+        report.problems.append(
+            f"{report.back_over_60s} triples held by a killed worker judged more than 60 s "
+            "after the kill"
+        )
+    if report.judged_twice and report.worker_kills == 0:
+        report.problems.append(f"{report.judged_twice} prompts answered twice with no kill")
     for name, code in report.exit_codes.items():
         if code != 0:
             report.problems.append(f"{name} exited {code} (expected 0 after SIGTERM)")
@@ -480,6 +581,18 @@ def main() -> None:
     parser.add_argument("--outage", type=float, default=defaults.outage)
     parser.add_argument("--bad-every", type=int, default=defaults.bad_every)
     parser.add_argument("--visibility-timeout", type=float, default=defaults.visibility_timeout)
+    parser.add_argument("--lease", type=float, default=defaults.lease)
+    parser.add_argument(
+        "--no-broker-restart", action="store_true",
+        help="do not restart RabbitMQ's app at 50 %% (a RabbitMQ shared with others)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-sink-kill", action="store_true", help="do not kill the results sink at 30 %%"
+    )
+    parser.add_argument(
+        "--outage-at", type=float, default=defaults.outage_at, help="progress at which the "
+        "judge goes down for --outage seconds (0 to 1; default 0.7)",
+    )  # fmt: skip
     parser.add_argument("--deadline", type=float, default=defaults.deadline)
     parser.add_argument("--workdir", type=Path, default=defaults.workdir)
     parser.add_argument(
@@ -498,6 +611,10 @@ def main() -> None:
         outage=args.outage,
         bad_every=args.bad_every,
         visibility_timeout=args.visibility_timeout,
+        lease=args.lease,
+        sink_kill_at=None if args.no_sink_kill else defaults.sink_kill_at,
+        broker_restart_at=None if args.no_broker_restart else defaults.broker_restart_at,
+        outage_at=args.outage_at,
         deadline=args.deadline,
         workdir=args.workdir,
         store=args.store,

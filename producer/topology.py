@@ -1,9 +1,17 @@
 """Names and declarations of the broker entities (spec §9), shared by producer, worker and sinks.
 
-On RabbitMQ the queues are quorum queues: replicated when the cluster has several nodes, fsynced,
-with a delivery limit so that a message that keeps killing workers is dead-lettered instead of
-looping.  On Redis the same names are used with kombu's emulation (no quorum, no dead-lettering
-by the broker; the worker still publishes its own dead-letter records).
+On RabbitMQ the queues are quorum queues: replicated when the cluster has several nodes, fsynced.
+``veredito.triples`` is declared with a delivery limit of 5 and dead-lettering to
+``veredito.dead``, as every earlier version declared it: a queue's arguments cannot change once
+declared (a different declaration fails with ``PRECONDITION_FAILED``) and a policy can only lower
+a quorum queue's delivery limit, so the declaration stays as it is and old and new processes
+share the queue. The broker counts every return of an unacked message, a worker killed while
+holding it included; the worker therefore renews a triple that comes back for the
+:data:`RENEW_AT`-th time — it publishes a copy (fresh count, the returns so far in the
+:data:`RETURNS_HEADER` header) and acks the original — so that worker deaths and judge outages
+never reach that limit (:mod:`veredito.worker.poison`). On Redis the same names are used with
+kombu's emulation (no quorum, no dead-lettering by the broker; the worker still publishes its own
+dead-letter records).
 """
 
 from __future__ import annotations
@@ -14,6 +22,9 @@ from kombu import Exchange, Queue
 
 __all__ = [
     "DEAD_QUEUE",
+    "DELIVERY_LIMIT",
+    "RENEW_AT",
+    "RETURNS_HEADER",
     "TASK_NAME",
     "TRIPLES_QUEUE",
     "VERDICTS_EXCHANGE",
@@ -34,7 +45,9 @@ TRIPLES_QUEUE = "veredito.triples"
 DEAD_QUEUE = "veredito.dead"
 VERDICTS_EXCHANGE = "veredito.verdicts"
 VERDICTS_QUEUE = "veredito.verdicts"
-DELIVERY_LIMIT = 5
+DELIVERY_LIMIT = 5  # as declared since the first version: never change it (see above)
+RENEW_AT = 2  # a triple delivered with x-delivery-count ≥ this is renewed (three returns spare)
+RETURNS_HEADER = "x-veredito-returns"  # returns before the last renewal
 
 
 def is_amqp(broker_url: str) -> bool:
@@ -122,7 +135,9 @@ def delete_queues(broker_url: str) -> None:
             # binding for, as veredito.dead on the default exchange), and held messages
             stale = [TRIPLES_QUEUE, VERDICTS_QUEUE, DEAD_QUEUE]
             stale += ["unacked", "unacked_index", "unacked_mutex"]
-            stale += [f"veredito:landing:{name}" for name in (TRIPLES_QUEUE, VERDICTS_QUEUE)]
+            for name in (TRIPLES_QUEUE, VERDICTS_QUEUE):
+                stale += [f"veredito:landing:{name}", f"veredito:landing:{name}:seen"]
+            stale += ["veredito:consumers", "veredito:holders", "veredito:swept"]  # leases
             channel.client.delete(*stale)
 
 

@@ -23,9 +23,14 @@ from veredito.producer import topology
 from veredito.producer.reader import InputLine
 from veredito.producer.triple import parse_triple
 
+# VEREDITO_TEST_RABBITMQ_URL / VEREDITO_TEST_REDIS_URL point a run at its own vhost or db (the
+# services are shared); CI uses the defaults.
 BROKERS = {
-    "rabbitmq": ("amqp://guest:guest@127.0.0.1:5672//", 5672),
-    "redis": ("redis://127.0.0.1:6379/15", 6379),
+    "rabbitmq": (
+        os.environ.get("VEREDITO_TEST_RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672//"),
+        5672,
+    ),
+    "redis": (os.environ.get("VEREDITO_TEST_REDIS_URL", "redis://127.0.0.1:6379/15"), 6379),
 }
 N = 200
 MALFORMED_LINE = 57

@@ -1,7 +1,10 @@
 """The chaos suite, small (bench/chaos.py runs the big one): through real RabbitMQ and Redis, two
 workers killed with SIGKILL, the results sink killed, RabbitMQ's app restarted, a judge failing
 12 % of requests and then fully down for 10 s. Every id exactly once, no failed verdict for a
-transient fault, one dead-letter record per failed triple, every process exits 0 on SIGTERM."""
+transient fault, one dead-letter record per failed triple, every process exits 0 on SIGTERM.
+On Redis, the triples a killed worker held are judged within 60 s of the kill (leases); on
+RabbitMQ, workers killed again and again while the judge is down dead-letter nothing (renewals).
+The rate limits' small versions are in tests/test_ratelimit.py."""
 
 from __future__ import annotations
 
@@ -43,8 +46,9 @@ def test_chaos_rabbitmq(tmp_path: Path) -> None:
 
 @pytest.mark.broker
 def test_chaos_redis(tmp_path: Path) -> None:
-    """The same on Redis (no broker restart); a short visibility timeout so that the killed
-    workers' triples come back within the test."""
+    """The same on Redis (no broker restart): the killed workers' triples come back by their
+    leases (default 10 s), well within 60 s of each kill; the visibility timeout (20 s) no longer
+    re-sends anything a live worker holds."""
     require_service(6379, "Redis")
     report = run_chaos(
         ChaosConfig(
@@ -61,6 +65,36 @@ def test_chaos_redis(tmp_path: Path) -> None:
     assert report.passed, report.problems
     assert 1 <= report.worker_kills <= 2 and report.sink_kills == 1
     assert report.distinct_ids == 1000 and report.failed == report.expected_failed > 0
+    assert report.held_at_kills > 0 and report.back_over_60s == 0
+
+
+@pytest.mark.broker
+def test_chaos_rabbitmq_workers_killed_through_an_outage_dead_letter_nothing(
+    tmp_path: Path,
+) -> None:
+    """A worker killed every 2 s, 16 times, a 30 s judge outage among them: the triples held
+    through it are returned to the queue far more than its delivery limit of 5, and yet the
+    dead letters are the bad-twice triples' records only (the workers renew returned triples)."""
+    require_service(5672, "RabbitMQ")
+    require_service(6379, "Redis")
+    report = run_chaos(
+        ChaosConfig(
+            broker="rabbitmq",
+            n=300,
+            kill_every=2.0,
+            max_kills=16,
+            outage=30.0,
+            outage_at=0.3,
+            sink_kill_at=None,
+            broker_restart_at=None,
+            deadline=400.0,
+            workdir=tmp_path,
+        )
+    )
+    assert report.passed, report.problems
+    assert report.worker_kills >= 10 and report.renewed > 0
+    assert report.broker_dead_lettered == 0 and report.dead_letters_not_bad == 0
+    assert report.dead_letter_ids == report.expected_failed
 
 
 @pytest.mark.broker

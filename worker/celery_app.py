@@ -193,6 +193,11 @@ def _start(**_: Any) -> None:
         log.info("metrics on :%d/metrics, health on /healthz and /readyz", port)
     runtime()
     publisher()  # connects and declares the verdicts and dead-letter queues
+    # Redis: the consumer's lease is renewed only while the worker works (its event loop runs
+    # and it has a broker connection, as /healthz says); a stuck worker's triples go to others.
+    from veredito.worker.redis_transport import set_liveness
+
+    set_liveness(lambda: health().problem() is None)
 
 
 def done_marks() -> DoneMarks | None:

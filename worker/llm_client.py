@@ -141,11 +141,12 @@ class ChatClient:
         return body
 
     def _delay(self, exc: BaseException | None, counted: int) -> float:
-        """Seconds to wait after a failed try: none for an outage (the breaker holds the request)
-        or a ``Retry-After`` (the breaker pauses the process); else backoff with jitter."""
-        if getattr(exc, "outage", False):
-            return 0.0
+        """Seconds to wait after a failed try: a ``Retry-After`` with a rate limiter (this request
+        waits it; the limiter has cut the shared rate), none without one (the breaker pauses the
+        process) or for an outage (the breaker holds the request); else backoff with jitter."""
         if isinstance(exc, JudgeRateLimited) and exc.retry_after is not None:
+            return min(exc.retry_after, self.max_backoff) if self.limiter is not None else 0.0
+        if getattr(exc, "outage", False):
             return 0.0
         backoff: float = 0.5 * 2 ** (max(counted, 1) - 1) + random.uniform(0, 0.5)
         return min(self.max_backoff, backoff)
@@ -193,18 +194,33 @@ class ChatClient:
         count against the request's own tries."""
         breaker, limiter = self.breaker, self.limiter
         cost = 0
-        if limiter is not None:  # our turn under the shared rate, before anything else
-            cost = estimate_tokens(sum(len(m["content"]) for m in messages), self.max_tokens)
-            await limiter.acquire(cost)
+        slot = None
         probe = await breaker.acquire()
         opened = breaker.opened
+        if limiter is not None:  # then our turn under the shared rate, last before sending: the
+            # requests a closing circuit or an ending pause releases together are spaced here
+            cost = estimate_tokens(sum(len(m["content"]) for m in messages), self.max_tokens)
+            try:
+                slot = await limiter.acquire(cost)
+            except BaseException:
+                breaker.release(probe)
+                raise
         try:
             completion = await self._request(messages)
         except RetryableError as exc:
-            breaker.failure(probe)
             if isinstance(exc, JudgeRateLimited) and limiter is not None:
-                await limiter.limited(exc.retry_after)
-            if isinstance(exc, JudgeRateLimited) and exc.retry_after is not None:
+                # the limiter's business, not an outage: it cuts the shared rate, and a
+                # Retry-After pauses every process there (a pause here would release this
+                # process's waiting requests together when it ends)
+                breaker.release(probe)
+                await limiter.limited(exc.retry_after, slot)
+            else:
+                breaker.failure(probe)
+            if (
+                isinstance(exc, JudgeRateLimited)
+                and exc.retry_after is not None
+                and limiter is None
+            ):
                 breaker.pause(min(exc.retry_after, self.max_backoff))
             exc.outage = (  # type: ignore[attr-defined]
                 isinstance(exc, JudgeRateLimited) or breaker.opened != opened

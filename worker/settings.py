@@ -69,7 +69,16 @@ class Settings(BaseSettings):
         "worker when it has a Redis, off in run)",
     )
     llm_rate_recovery: float = Field(
-        default=60.0, gt=0, description="seconds for a limit lowered by 429s to come back"
+        default=20.0,
+        gt=0,
+        description="seconds for a rate cut by a 429 to climb back to where the 429 came; past "
+        "it the rate probes upward (CUBIC) to the configured one",
+    )
+    llm_rate_burst: float = Field(
+        default=0.0,
+        ge=0,
+        description="seconds' worth of VEREDITO_LLM_RPM/TPM that may go at once above the steady "
+        "rate (0: none, no second above the per-second rate); for providers that allow bursts",
     )
 
     breaker_failures: int = Field(
@@ -93,7 +102,25 @@ class Settings(BaseSettings):
     redis_visibility_timeout: float = Field(
         default=300.0,
         gt=0,
-        description="seconds before an unacked message on the Redis broker is delivered again",
+        description="seconds before an unacked message on the Redis broker is delivered again, "
+        "for messages taken by a consumer without a lease (an older veredito); veredito's own "
+        "consumers hold theirs under VEREDITO_REDIS_LEASE",
+    )
+    redis_lease: float = Field(
+        default=10.0,
+        ge=3,
+        description="seconds a Redis consumer's lease on the messages it holds lasts without a "
+        "heartbeat (renewed every sixth of it); a dead consumer's messages are back within this "
+        "plus 2.5 s",
+    )
+
+    max_returns: int = Field(
+        default=100,
+        ge=0,
+        description="RabbitMQ: a triple returned to the queue this many times by workers that "
+        "died or stopped while holding it is dead-lettered (returned_too_often), a guard "
+        "against a message that kills every worker; 0 never. Worker deaths and judge outages "
+        "never count toward the poison limit itself (see docs/reliability.md)",
     )
 
     concurrency: int = Field(default=128, ge=1, description="evaluations in flight per worker")
@@ -273,8 +300,9 @@ class Settings(BaseSettings):
         return self.llm_base_url or OPENAI_DEFAULT_BASE_URL
 
     def broker_transport_options(self) -> dict[str, Any]:
-        """RabbitMQ: publisher confirms. Redis: a killed consumer's messages come back after
-        ``redis_visibility_timeout``, found by a sweep every 10 s (kombu's default: 100 s)."""
+        """RabbitMQ: publisher confirms. Redis: a killed consumer's messages come back once its
+        lease (``redis_lease``) expires, found by a sweep every 10 s; ``redis_visibility_timeout``
+        is for messages held without a lease (see worker/redis_transport.py)."""
         scheme = self.broker_url.split("://", 1)[0].lower()
         if scheme in ("redis", "rediss"):
             return {
@@ -282,6 +310,7 @@ class Settings(BaseSettings):
                 "unacked_restore_interval": 10,
                 "unacked_restore_throttle": 1,
                 "priority_steps": [0],  # one list per queue: see worker/redis_transport.py
+                "veredito_lease": self.redis_lease,
             }
         return {"confirm_publish": True}
 
