@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiohttp import web
 
 from tests.llm_server import SCRIPT, Script, ServerThread, chat_completions, served
 
-__all__ = ["Logged", "LoggedServer", "PerSecondScript", "busiest"]
+__all__ = ["Logged", "LoggedProcess", "LoggedServer", "PerSecondScript", "busiest"]
 
 
 @dataclass
@@ -92,6 +94,51 @@ class LoggedServer(ServerThread):
         server = site._server
         assert server is not None
         self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+
+class LoggedProcess:
+    """A :class:`LoggedServer` in a process of its own, for checks that time arrivals to the
+    millisecond: in the test's process, the judge's thread shares the GIL and the garbage
+    collector with everything the suite has left there, and a pause of theirs bunches the
+    arrival times it records. ``script`` is the judge's final state once the block ends."""
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self.port = 0
+        self._process: Any = None
+        self._conn: Any = None
+
+    def __enter__(self) -> LoggedProcess:
+        context = multiprocessing.get_context("spawn")
+        self._conn, theirs = context.Pipe()
+        self._process = context.Process(target=_serve_logged, args=(self.script, theirs))
+        self._process.start()
+        if not self._conn.poll(60):
+            self._process.kill()
+            raise RuntimeError("the test judge's process did not start in 60 s")
+        self.port = self._conn.recv()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._conn.send("stop")
+            if self._conn.poll(30):
+                self.script = self._conn.recv()
+        finally:
+            self._process.join(timeout=30)
+            if self._process.is_alive():
+                self._process.kill()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+
+def _serve_logged(script: Script, conn: Any) -> None:
+    with LoggedServer(script) as server:
+        conn.send(server.port)
+        conn.recv()  # "stop"
+    conn.send(server.script)
 
 
 def busiest(times: list[float], window: float = 1.0) -> int:

@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.parse
 from collections import Counter
@@ -27,6 +26,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT, wait_until
+from tests.healthwatch import HealthWatch
 from tests.test_broker_e2e import running_worker
 from tests.test_serve import call, free_port, queued
 from tests.test_serve import rabbitmq as rabbitmq  # the fixture
@@ -93,44 +93,6 @@ def server(tmp_path: Path, *extra: str, broker: str | None = None, **env: str) -
             process.kill()
             process.wait()
         assert process.returncode == 0, log.read_text()[-3000:]
-
-
-class HealthWatch:
-    """Polls ``/healthz`` on a connection of its own every 20 ms while a flood runs, keeping
-    the slowest answer; ``GET`` on a raw socket, so the test's other threads cost it little."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.slowest = 0.0
-        self.answers = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
-        request = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-        try:
-            while not self._stop.is_set():
-                started = time.perf_counter()
-                sock.sendall(request)
-                data = b""
-                while b'"alive"' not in data:
-                    chunk = sock.recv(4096)
-                    assert chunk, "healthz closed the connection"
-                    data += chunk
-                self.slowest = max(self.slowest, time.perf_counter() - started)
-                self.answers += 1
-                self._stop.wait(0.02)
-        finally:
-            sock.close()
-
-    def __enter__(self) -> HealthWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=15)
 
 
 # -- OTLP --------------------------------------------------------------------------------------
@@ -244,7 +206,11 @@ def test_an_eviction_flood_stays_in_its_tenant(rabbitmq: str, tmp_path: Path) ->
         )
         assert evicted >= 190_000
         assert 'veredito_ingest_otlp_dropped_total{app="app-a"' not in metrics
-        assert health.answers > 10 and health.slowest < 0.1, health.slowest
+        print(f"flood: /healthz slowest {health.slowest * 1000:.0f} ms of {health.answers}")
+        # what this guards: a flood that holds the loop (seconds, before). On this 2-core
+        # machine the decoding process and the assembling thread take both cores and the
+        # slowest answer is 80-140 ms (five runs): a bound of 100 ms failed 1 run in 4 here
+        assert health.answers > 10 and health.slowest < 0.25, health.slowest
         assert s.peak_rss_mb() < 400, s.peak_rss_mb()
     warnings = [line for line in s.stderr().splitlines() if " WARNING " in line]
     assert len(warnings) < 20, warnings[:5]
