@@ -262,6 +262,66 @@ def test_the_databases_are_compiled_once(hyperscan_engine: None) -> None:
     assert sc._active() is first
 
 
+def _mentions_of(texts: list[str]) -> list[list[tuple[str, str, int]]]:
+    from veredito.worker.rules.detectors import find_mentions
+
+    return [[(m.category, m.text, m.start) for m in find_mentions(t)] for t in texts]
+
+
+@needs_hyperscan
+def test_the_compiled_scan_is_kept_for_the_next_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = [row["answer"] + " " + " ".join(row["context"]) for row in triples(40, seed=5)]
+    monkeypatch.setenv(sc.CACHE_VARIABLE, str(tmp_path / "cache"))
+    sc.use_engine("hyperscan")
+    try:
+        built = _mentions_of(texts)
+        (kept,) = (tmp_path / "cache").iterdir()
+        assert kept.name.startswith("rules-scan-") and kept.stat().st_size > 10_000
+        compiled = sc._active()
+        loaded_engine = sc._Hyperscan()  # what the next process does: load, not compile
+        assert isinstance(compiled, sc._Hyperscan)
+        assert loaded_engine._meta == compiled._meta
+        assert loaded_engine._direct == compiled._direct
+        sc.use_engine("re")
+        assert _mentions_of(texts) == built
+        sc.use_engine("hyperscan")  # loads from the cache
+        assert _mentions_of(texts) == built and any(built)
+
+        kept.write_bytes(kept.read_bytes()[:5000])  # truncated: compiled again, and rewritten
+        sc.use_engine("hyperscan")
+        assert _mentions_of(texts) == built
+        assert kept.stat().st_size > 10_000
+        kept.write_bytes(b'{"direct": [], "sizes": {"text": 3}, "meta": {}}\nabc')  # garbage
+        sc.use_engine("hyperscan")
+        assert _mentions_of(texts) == built
+    finally:
+        sc.use_engine(None)
+
+
+@needs_hyperscan
+@pytest.mark.parametrize("where", ["off", "unwritable"])
+def test_without_a_cache_each_process_compiles(
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = [row["answer"] for row in triples(10, seed=6)]
+    sc.use_engine("re")
+    expected = _mentions_of(texts)
+    if where == "off":
+        monkeypatch.setenv(sc.CACHE_VARIABLE, "off")
+    else:
+        blocker = tmp_path / "a-file"
+        blocker.write_text("")
+        monkeypatch.setenv(sc.CACHE_VARIABLE, str(blocker / "cache"))  # cannot be a directory
+    try:
+        assert sc.use_engine("hyperscan") == "hyperscan"
+        assert _mentions_of(texts) == expected
+        assert [p.name for p in tmp_path.iterdir()] == ([] if where == "off" else ["a-file"])
+    finally:
+        sc.use_engine(None)
+
+
 # ------------------------------------------------------------------------------ the layout
 
 

@@ -16,18 +16,29 @@ through a :class:`Scan` of it: ``scan.finditer(PATTERN)`` gives exactly the matc
 when it imports and compiles, else ``re``). Both engines give the same mentions and verdicts
 (``tests/test_rules_engines.py``); ``docs/rules.md`` says why Hyperscan, measured against
 google-re2's ``Set`` and pyahocorasick. The databases are compiled once per process, on the first
-scan (about 0.3 s), and each thread scans with its own scratch space.
+scan (about 0.5 s), and each thread scans with its own scratch space. The compiled databases are
+kept in a cache file (``VEREDITO_RULES_CACHE``: a directory, or ``off``; by default
+``~/.cache/veredito``), keyed by Hyperscan's version, the machine, this code and every pattern,
+so that the next process loads them instead (a few milliseconds); where the cache cannot be
+written (a read-only filesystem) each process compiles, as before.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import logging
 import os
+import platform
 import re
+import tempfile
 import threading
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
+from veredito.worker.rules import superset
 from veredito.worker.rules.superset import Unsupported, buffer, expressions
 
 __all__ = [
@@ -181,6 +192,40 @@ class _Re:
         return Scan(text, folded)
 
 
+CACHE_VARIABLE = "VEREDITO_RULES_CACHE"
+_CACHE_FORMAT = "1"
+
+
+def _cache_key(version: str) -> str:
+    """What the compiled databases depend on: Hyperscan's version, the machine, the code that
+    derives and compiles the expressions, and every pattern."""
+    digest = hashlib.sha256(f"{_CACHE_FORMAT}\0{version}\0{platform.machine()}\0".encode())
+    for module in (__file__, superset.__file__):
+        digest.update(Path(module).read_bytes())
+    for p in _PATTERNS:
+        digest.update(f"{p.index}\0{p.name}\0{p.folded}\0{p.scanned}\0".encode())
+        regex = p.regex
+        digest.update(b"-\0" if regex is None else f"{regex.flags}\0{regex.pattern}\0".encode())
+    return digest.hexdigest()[:32]
+
+
+def _cache_path(key: str) -> Path | None:
+    """Where the compiled scan is kept between processes: ``VEREDITO_RULES_CACHE`` (a directory,
+    or ``off``), else ``$XDG_CACHE_HOME/veredito`` or ``~/.cache/veredito``."""
+    where = os.environ.get(CACHE_VARIABLE, "").strip()
+    if where.lower() == "off":
+        return None
+    try:
+        base = (
+            Path(where)
+            if where
+            else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "veredito"
+        )
+    except RuntimeError:  # no home directory
+        return None
+    return base / f"rules-scan-{key}.hsdb"
+
+
 def _collect(expression: int, _start: int, end: int, _flags: int, found: list[int]) -> None:
     found.append(end << 16 | expression)  # an int, not a tuple: nothing for the GC to follow
 
@@ -195,6 +240,21 @@ class _Hyperscan:
         import hyperscan
 
         self._hs = hyperscan
+        self._databases: dict[bool, Any] = {}
+        self._meta: dict[bool, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        self._local = threading.local()
+        for p in _PATTERNS:
+            p.resolve()
+        key = _cache_key(str(getattr(hyperscan, "__version__", "unknown")))
+        direct = self._load(key)
+        if direct is None:
+            direct = self._build()
+            self._store(key, direct)
+        self._direct = frozenset(direct)
+
+    def _build(self) -> set[int]:
+        """Derive every scanned pattern's expressions and compile them; the patterns left to
+        ``re`` alone."""
         direct: set[int] = set()
         # per haystack: (expression, pattern index, k) of every expression
         table: dict[bool, list[tuple[str, int, int]]] = {False: [], True: []}
@@ -212,15 +272,70 @@ class _Hyperscan:
                 direct.add(p.index)
                 continue
             table[p.folded] += [(source, p.index, k) for source, k in found]
-        self._databases: dict[bool, Any] = {}
-        self._meta: dict[bool, tuple[tuple[int, ...], tuple[int, ...]]] = {}
         for folded, rows in table.items():
             rows = self._compile(folded, rows, direct)
             if len(rows) > 0xFFFF:
                 raise Unsupported("more expressions than a hit can name")
             self._meta[folded] = (tuple(i for _, i, _ in rows), tuple(k for _, _, k in rows))
-        self._direct = frozenset(direct)
-        self._local = threading.local()
+        return direct
+
+    def _load(self, key: str) -> set[int] | None:
+        """The databases compiled by an earlier process, from the cache (None: none usable)."""
+        path = _cache_path(key)
+        if path is None:
+            return None
+        try:
+            with path.open("rb") as f:
+                header = json.loads(f.readline())
+                for name, size in header["sizes"].items():
+                    folded = name == "folded"
+                    blob = f.read(size)
+                    if len(blob) != size:
+                        raise ValueError("truncated")
+                    self._databases[folded] = self._hs.loadb(blob, self._hs.HS_MODE_BLOCK)
+                    indexes, ks = header["meta"][name]
+                    self._meta[folded] = (tuple(indexes), tuple(ks))
+            return set(header["direct"])
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError, self._hs.error) as error:
+            log.debug("rules scan: cache %s not usable (%s): compiling", path, error)
+            self._databases.clear()
+            self._meta.clear()
+            return None
+
+    def _store(self, key: str, direct: set[int]) -> None:
+        """Keep the databases for the next process (atomically; quietly not, where the cache
+        directory cannot be written: a read-only root filesystem)."""
+        path = _cache_path(key)
+        if path is None:
+            return
+        blobs = {
+            ("folded" if folded else "text"): self._hs.dumpb(db)
+            for folded, db in self._databases.items()
+        }
+        header = {
+            "direct": sorted(direct),
+            "sizes": {name: len(blob) for name, blob in blobs.items()},
+            "meta": {
+                ("folded" if folded else "text"): [list(m[0]), list(m[1])]
+                for folded, m in self._meta.items()
+            },
+        }
+        temporary: str | None = None
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile("wb", dir=path.parent, delete=False) as f:
+                temporary = f.name
+                f.write(json.dumps(header).encode() + b"\n")
+                for blob in blobs.values():
+                    f.write(blob)
+            os.replace(temporary, path)
+        except OSError as error:
+            log.debug("rules scan: cannot keep the compiled scan in %s (%s)", path, error)
+            if temporary is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
 
     def _compile(
         self, folded: bool, rows: list[tuple[str, int, int]], direct: set[int]
