@@ -16,7 +16,7 @@ import hmac
 import io
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from veredito.producer.mapping import Mapper, parse_maps
 from veredito.producer.reader import MAX_NESTING, nested_deeper_than, read_lines
@@ -134,6 +134,8 @@ def from_aferiq(value: Any) -> Any:
 
 MIN_TOKEN_LENGTH = 16
 
+_T = TypeVar("_T")
+
 
 class TokenError(ValueError):
     """A configured token list that cannot be used (too short, odd characters); the message names
@@ -159,6 +161,52 @@ def _printable_ascii(value: str) -> bool:
     return value.isascii() and value.isprintable()
 
 
+def token_entries(spec: str | None, name: str) -> list[tuple[int, str, str]]:
+    """The entries of a comma-separated token setting (``name``, for the messages) as
+    (position, token, what follows its first colon), each token checked: at least 16 printable
+    ASCII characters without spaces (:class:`TokenError` names the entry by its position, never
+    its value). Empty entries are skipped."""
+    entries: list[tuple[int, str, str]] = []
+    for position, part in enumerate((spec or "").split(","), start=1):
+        token, _, rest = part.strip().partition(":")
+        if not token:
+            continue
+        if not _printable_ascii(token) or " " in token:
+            raise TokenError(f"{name}: token {position} has a character other than printable ASCII")
+        if len(token) < MIN_TOKEN_LENGTH:
+            raise TokenError(
+                f"{name}: token {position} is {len(token)} characters long; use at least "
+                f"{MIN_TOKEN_LENGTH} (for example: python -c 'import secrets; "
+                "print(secrets.token_urlsafe(24))')"
+            )
+        entries.append((position, token, rest))
+    return entries
+
+
+def bearer(header: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer`` header; None without one. :class:`HeaderError`
+    for a header no token could ever match (not printable ASCII)."""
+    scheme, _, given = (header or "").partition(" ")
+    if scheme.lower() != "bearer" or not given:
+        return None
+    if not _printable_ascii(given):
+        raise HeaderError("Authorization: the header is not printable ASCII")
+    return given
+
+
+def match_token(known: list[tuple[bytes, _T]], given: str) -> _T | None:
+    """What ``given`` maps to among ``known``, compared in constant time against every entry (no
+    early exit: the time says nothing about which matched, or whether one did)."""
+    if not _printable_ascii(given):
+        return None
+    found: _T | None = None
+    candidate = given.strip().encode()
+    for token, value in known:
+        if hmac.compare_digest(token, candidate):
+            found = value
+    return found
+
+
 class Tokens:
     """``VEREDITO_INGEST_TOKENS``: ``token``, ``token:app`` (the app forced on its triples) or
     ``token:app:preset`` (its bodies read with a mapping preset of :mod:`.mapping`; the app may
@@ -170,21 +218,8 @@ class Tokens:
 
     def __init__(self, spec: str | None, name: str = "VEREDITO_INGEST_TOKENS") -> None:
         self._tokens: list[tuple[bytes, Grant]] = []
-        for position, part in enumerate((spec or "").split(","), start=1):
-            token, _, rest = part.strip().partition(":")
+        for _, token, rest in token_entries(spec, name):
             app, _, preset = rest.partition(":")
-            if not token:
-                continue
-            if not _printable_ascii(token) or " " in token:
-                raise TokenError(
-                    f"{name}: token {position} has a character other than printable ASCII"
-                )
-            if len(token) < MIN_TOKEN_LENGTH:
-                raise TokenError(
-                    f"{name}: token {position} is {len(token)} characters long; use at least "
-                    f"{MIN_TOKEN_LENGTH} (for example: python -c 'import secrets; "
-                    "print(secrets.token_urlsafe(24))')"
-                )
             mapper = Mapper(parse_maps([preset.strip()])) if preset.strip() else None
             tenant = hashlib.sha256(token.encode()).hexdigest()[:16]
             self._tokens.append((token.encode(), Grant(app.strip() or None, mapper, tenant)))
@@ -195,14 +230,5 @@ class Tokens:
     def check(self, header: str | None) -> Grant | None:
         """What the token of an ``Authorization: Bearer`` header grants; None when it is not
         valid. :class:`HeaderError` for a header no token could ever match (non-ASCII)."""
-        scheme, _, given = (header or "").partition(" ")
-        if scheme.lower() != "bearer" or not given:
-            return None
-        if not _printable_ascii(given):
-            raise HeaderError("Authorization: the header is not printable ASCII")
-        found: Grant | None = None
-        candidate = given.strip().encode()
-        for token, grant in self._tokens:  # no early exit: the time says nothing about the match
-            if hmac.compare_digest(token, candidate):
-                found = grant
-        return found
+        given = bearer(header)
+        return None if given is None else match_token(self._tokens, given)

@@ -42,7 +42,13 @@ from veredito.labels import (
     labelled_record,
     parse_submission,
 )
-from veredito.producer.ingest import MIN_TOKEN_LENGTH, Grant, HeaderError, TokenError
+from veredito.producer.ingest import (
+    Grant,
+    TokenError,
+    bearer,
+    match_token,
+    token_entries,
+)
 from veredito.producer.serve import JsonError
 from veredito.store import Filters, SQLStore, StoreUnavailable
 from veredito.store.sql import AmbiguousId, submissions
@@ -77,21 +83,8 @@ class ReviewTokens:
 
     def __init__(self, spec: str | None) -> None:
         self._tokens: list[tuple[bytes, Reviewer]] = []
-        for position, part in enumerate((spec or "").split(","), start=1):
-            token, _, rest = part.strip().partition(":")
+        for position, token, rest in token_entries(spec, "VEREDITO_REVIEW_TOKENS"):
             name, _, app = rest.partition(":")
-            if not token:
-                continue
-            if not (token.isascii() and token.isprintable()) or " " in token:
-                raise TokenError(
-                    f"VEREDITO_REVIEW_TOKENS: token {position} has a character other than "
-                    "printable ASCII"
-                )
-            if len(token) < MIN_TOKEN_LENGTH:
-                raise TokenError(
-                    f"VEREDITO_REVIEW_TOKENS: token {position} is {len(token)} characters long; "
-                    f"use at least {MIN_TOKEN_LENGTH}"
-                )
             if not name.strip():
                 raise TokenError(
                     f"VEREDITO_REVIEW_TOKENS: token {position} names no reviewer "
@@ -103,22 +96,11 @@ class ReviewTokens:
         return bool(self._tokens)
 
     def find(self, token: str) -> Reviewer | None:
-        if not (token.isascii() and token.isprintable()):
-            return None
-        found: Reviewer | None = None
-        candidate = token.strip().encode()
-        for known, reviewer in self._tokens:
-            if hmac.compare_digest(known, candidate):
-                found = reviewer
-        return found
+        return match_token(self._tokens, token)
 
     def check(self, header: str | None) -> Reviewer | None:
-        scheme, _, given = (header or "").partition(" ")
-        if scheme.lower() != "bearer" or not given:
-            return None
-        if not (given.isascii() and given.isprintable()):
-            raise HeaderError("Authorization: the header is not printable ASCII")
-        return self.find(given)
+        given = bearer(header)
+        return None if given is None else self.find(given)
 
     def session_key(self, reviewer: Reviewer) -> str:
         """An opaque name of the reviewer's token, for the page's session cookie."""
