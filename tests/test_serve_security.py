@@ -290,7 +290,8 @@ def test_ingest_floods_are_refused_whole_and_quickly(rabbitmq: str, tmp_path: Pa
             # the backlog counts what a request would add: 2 × 1,000 queued, the next 1,000
             # would pass 2,500
             good = [{**TRIPLE, "id": f"g{i}"} for i in range(1000)]
-            assert call(s.base, "POST", "/v1/triples", good, token=TOKEN_A)[0] == 202
+            status, body, _ = call(s.base, "POST", "/v1/triples", good, token=TOKEN_A)
+            assert status == 202, body
             status, body, headers = call(s.base, "POST", "/v1/triples", good, token=TOKEN_A)
             assert status == 503 and body["error"]["code"] == "backlog_full"
             assert headers["Retry-After"]
