@@ -62,6 +62,7 @@ log = logging.getLogger(__name__)
 
 JSON_TYPES = ("application/json", NDJSON)
 INGEST_ROUTES = ("/v1/triples", "/v1/traces", "/api/v1/traces")
+EXPIRE_INTERVAL = 1.0  # seconds between two looks for OTLP traces past their timeout
 CONFIG: web.AppKey[IngestConfig] = web.AppKey("config")
 STATE: web.AppKey[State] = web.AppKey("state")
 
@@ -74,7 +75,7 @@ class IngestConfig:
     max_bytes: int = 8 * 1024 * 1024
     max_backlog: int = 100_000
     limits: Limits = field(default_factory=Limits)
-    backlog_interval: float = 1.0
+    backlog_interval: float = 1.0  # seconds between two reads of the queue's depth
     trace_timeout: float = 30.0
     sample_rate: float = 1.0
     dedup: Dedup | None = None
@@ -140,7 +141,7 @@ class State:
     metrics: IngestMetrics
     assembler: TraceAssembler
     backlog: int | None = None  # None: the broker could not be asked
-    monitor: asyncio.Task[None] | None = None
+    monitors: list[asyncio.Task[None]] = field(default_factory=list)
     apps: dict[str, str] = field(default_factory=dict)  # tenant -> app label of its metrics
     exported_drops: dict[tuple[str, str], int] = field(default_factory=dict)
     export_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -427,10 +428,12 @@ async def head_aferiq(request: web.Request) -> web.Response:
 
 
 async def watch_backlog(app: web.Application) -> None:
-    """Every ``backlog_interval`` s: how many triples wait (None when the broker is away)."""
+    """Every ``backlog_interval`` s: how many triples wait (None when the broker is away).
+    What this server queues in between is added as it is confirmed (:func:`check_ready`)."""
     state, config = app[STATE], app[CONFIG]
     loop = asyncio.get_running_loop()
     while True:
+        await asyncio.sleep(config.backlog_interval)
         try:
             state.backlog = await loop.run_in_executor(
                 None, topology.queue_depth, config.broker_url
@@ -439,8 +442,15 @@ async def watch_backlog(app: web.Application) -> None:
             if state.backlog is not None:
                 log.warning("the broker cannot be reached (%s)", type(exc).__name__)
             state.backlog = None
+
+
+async def expire_traces(app: web.Application) -> None:
+    """Every second: OTLP traces whose root span never came are assembled or dropped."""
+    state = app[STATE]
+    loop = asyncio.get_running_loop()
+    while True:
+        await asyncio.sleep(EXPIRE_INTERVAL)
         await loop.run_in_executor(None, _expire, state)
-        await asyncio.sleep(config.backlog_interval)
 
 
 async def on_startup(app: web.Application) -> None:
@@ -455,15 +465,18 @@ async def on_startup(app: web.Application) -> None:
         )
     except Exception:
         state.backlog = None
-    state.monitor = asyncio.ensure_future(watch_backlog(app))
+    state.monitors = [
+        asyncio.ensure_future(watch_backlog(app)),
+        asyncio.ensure_future(expire_traces(app)),
+    ]
 
 
 async def on_cleanup(app: web.Application) -> None:
     state = app[STATE]
-    if state.monitor is not None:
-        state.monitor.cancel()
+    for monitor in state.monitors:
+        monitor.cancel()
         with contextlib.suppress(asyncio.CancelledError):
-            await state.monitor
+            await monitor
     if state.publisher is not None:
         await asyncio.get_running_loop().run_in_executor(None, state.publisher.close)
 

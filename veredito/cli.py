@@ -548,6 +548,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         insecure_no_auth=args.insecure_no_auth,
         max_bytes=settings.ingest_max_bytes,
         max_backlog=settings.ingest_max_backlog,
+        backlog_interval=settings.ingest_backlog_interval,
         trace_timeout=settings.ingest_trace_timeout,
         limits=settings.limits,
         sample_rate=settings.sample_rate,

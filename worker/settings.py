@@ -152,6 +152,12 @@ class Settings(BaseSettings):
     ingest_max_backlog: int = Field(
         default=100_000, ge=1, description="serve answers 503 above this many queued triples"
     )
+    ingest_backlog_interval: float = Field(
+        default=1.0,
+        gt=0,
+        description="serve: seconds between two reads of veredito.triples' depth (also how "
+        "soon it notices the broker is gone); what it queues in between counts at once",
+    )
     ingest_max_items: int = Field(
         default=1000,
         ge=1,
