@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import subprocess
@@ -320,6 +321,44 @@ def test_without_a_cache_each_process_compiles(
         assert [p.name for p in tmp_path.iterdir()] == ([] if where == "off" else ["a-file"])
     finally:
         sc.use_engine(None)
+
+
+@needs_hyperscan
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners")
+def test_a_cache_directory_others_can_write_is_not_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A file planted where others can write would reach Hyperscan's deserialiser: such a
+    directory is neither read nor written, and the scan is compiled as without a cache."""
+    texts = [row["answer"] for row in triples(10, seed=7)]
+    sc.use_engine("re")
+    expected = _mentions_of(texts)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    monkeypatch.setenv(sc.CACHE_VARIABLE, str(shared))
+    try:
+        sc.use_engine("hyperscan")  # kept while the directory is only ours
+        (kept,) = shared.iterdir()
+        planted = kept.read_bytes()
+        kept.write_bytes(b'{"direct": [], "sizes": {"text": 4}, "meta": {"text": [[], []]}}\nHSDB')
+        shared.chmod(0o777)  # anyone may now replace it
+        with caplog.at_level(logging.WARNING, logger="veredito.worker.rules.scan"):
+            assert sc.use_engine("hyperscan") == "hyperscan"
+        assert _mentions_of(texts) == expected  # compiled, not the planted file
+        assert kept.read_bytes().endswith(b"HSDB")  # and not rewritten
+        assert [r for r in caplog.records if "only it can write" in r.getMessage()]
+        shared.chmod(0o700)
+        kept.write_bytes(planted)
+        assert sc._Hyperscan()._load(sc._cache_key(_hyperscan_version())) is not None
+    finally:
+        shared.chmod(0o700)
+        sc.use_engine(None)
+
+
+def _hyperscan_version() -> str:
+    import hyperscan
+
+    return str(getattr(hyperscan, "__version__", "unknown"))
 
 
 # ------------------------------------------------------------------------------ the layout

@@ -32,6 +32,7 @@ import logging
 import os
 import platform
 import re
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterable
@@ -226,6 +227,35 @@ def _cache_path(key: str) -> Path | None:
     return base / f"rules-scan-{key}.hsdb"
 
 
+def _trusted(directory: Path) -> bool:
+    """Whether the compiled scan kept in ``directory`` may be loaded: a crafted file there
+    would reach Hyperscan's deserialiser, so the directory must be this user's own and
+    writable by nobody else (as ``ssh`` asks of ``~/.ssh``). A directory that does not exist
+    yet is made so by :meth:`_Hyperscan._store`. Without POSIX owners (Windows): trusted."""
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:
+        return True
+    try:
+        found = directory.lstat()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != getuid() or found.st_mode & 0o022:
+        if directory not in _DISTRUSTED:
+            _DISTRUSTED.add(directory)
+            log.warning(
+                "rules scan: %s is not a directory of this user's that only it can write "
+                "(%s): the compiled scan is neither loaded from it nor kept there",
+                directory, CACHE_VARIABLE,
+            )  # fmt: skip
+        return False
+    return True
+
+
+_DISTRUSTED: set[Path] = set()  # warned of once per process
+
+
 def _collect(expression: int, _start: int, end: int, _flags: int, found: list[int]) -> None:
     found.append(end << 16 | expression)  # an int, not a tuple: nothing for the GC to follow
 
@@ -282,10 +312,13 @@ class _Hyperscan:
     def _load(self, key: str) -> set[int] | None:
         """The databases compiled by an earlier process, from the cache (None: none usable)."""
         path = _cache_path(key)
-        if path is None:
+        if path is None or not _trusted(path.parent):
             return None
         try:
             with path.open("rb") as f:
+                getuid = getattr(os, "getuid", None)
+                if getuid is not None and os.fstat(f.fileno()).st_uid != getuid():
+                    raise ValueError("the file is another user's")
                 header = json.loads(f.readline())
                 for name, size in header["sizes"].items():
                     folded = name == "folded"
@@ -325,6 +358,8 @@ class _Hyperscan:
         temporary: str | None = None
         try:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not _trusted(path.parent):
+                return
             with tempfile.NamedTemporaryFile("wb", dir=path.parent, delete=False) as f:
                 temporary = f.name
                 f.write(json.dumps(header).encode() + b"\n")
