@@ -55,7 +55,7 @@ class TooManyItems(ValueError):
         self.limit = limit
 
     def __reduce__(self) -> tuple[type[TooManyItems], tuple[int, int]]:
-        return TooManyItems, (self.count, self.limit)  # it crosses processes (web/heavy.py)
+        return TooManyItems, (self.count, self.limit)  # it crosses processes (serving/heavy.py)
 
 
 def count_items(data: bytes, content_type: str) -> int | None:

@@ -53,8 +53,8 @@ from veredito.producer.otlp import (
 from veredito.producer.publish import task_outgoing
 from veredito.producer.sampling import Dedup, sampled_in
 from veredito.producer.triple import InvalidTriple, Limits, fallback_id, parse_triple
-from veredito.web.guard import HostPolicy
-from veredito.web.heavy import HEAVY, HEAVY_BYTES
+from veredito.serving.guard import HostPolicy
+from veredito.serving.heavy import HEAVY, HEAVY_BYTES
 
 __all__ = ["CONFIG", "INGEST_ROUTES", "STATE", "IngestConfig", "JsonError", "State", "add_ingest"]
 
@@ -219,7 +219,7 @@ async def read_values(request: web.Request) -> list[Any]:
         )
     data = await read_data(request)
     loop = asyncio.get_running_loop()
-    try:  # parsed off the event loop; a large body in another process (veredito/web/heavy.py)
+    try:  # parsed off the event loop; a large body in another process (veredito/serving/heavy.py)
         if len(data) > HEAVY_BYTES and HEAVY in request.app:
             return await request.app[HEAVY].run(read_body, data, content_type, config.max_items)
         return await loop.run_in_executor(None, read_body, data, content_type, config.max_items)

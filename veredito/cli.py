@@ -526,8 +526,8 @@ def _results(args: argparse.Namespace, settings: Settings) -> int:
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from veredito.producer.ingest import TokenError, Tokens
     from veredito.producer.serve import IngestConfig
+    from veredito.serving.guard import HostPolicy, serve_forever
     from veredito.web.app import make_app
-    from veredito.web.guard import HostPolicy, serve_forever
     from veredito.web.labels import ReviewTokens
 
     tokens = settings.ingest_tokens.get_secret_value() if settings.ingest_tokens else None

@@ -1,7 +1,7 @@
 """The app ``veredito serve`` runs: the ingest routes (from :mod:`veredito.producer.serve`), the
 verdicts API and the review page (:mod:`veredito.web.review`), health, readiness, metrics and the
 OpenAPI document, behind one middleware that turns every error into ``{"error": {"code",
-"message"}}``, refuses hosts outside the allow-list (:mod:`veredito.web.guard`) and counts every
+"message"}}``, refuses hosts outside the allow-list (:mod:`veredito.serving.guard`) and counts every
 request.
 """
 
@@ -28,8 +28,8 @@ from veredito.producer.serve import (
     add_ingest,
     check_ready,
 )
+from veredito.serving.heavy import HEAVY, HeavyPool
 from veredito.store import StoreUnavailable
-from veredito.web.heavy import HEAVY, HeavyPool
 from veredito.web.labels import ReviewMetrics, openapi_paths
 from veredito.web.review import (
     API_ROUTES,
@@ -147,7 +147,10 @@ def make_app(
             "or pass --insecure-no-auth to accept anyone (or --store alone for a read-only server)"
         )
     app = web.Application(client_max_size=config.max_bytes, middlewares=[errors_and_metrics])
-    pool = app[HEAVY] = HeavyPool()
+    # the processes import what is sent to them: bodies and OTLP exports to parse, long pages
+    pool = app[HEAVY] = HeavyPool(
+        modules=("veredito.producer.ingest", "veredito.producer.otlp", "veredito.web.review")
+    )
 
     async def warm(_: web.Application) -> None:
         await pool.warm()

@@ -41,10 +41,10 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from veredito.producer.ingest import Grant, Tokens
+from veredito.serving.heavy import HEAVY, HEAVY_BYTES
 from veredito.store import Filters, SQLStore, StoreUnavailable, parse_when
 from veredito.store.sql import AmbiguousId
 from veredito.web import page_labels
-from veredito.web.heavy import HEAVY, HEAVY_BYTES
 from veredito.web.highlight import claim_spans, marked_chunk, path_segment, segments
 from veredito.web.labels import (
     LABEL_ROUTES,
@@ -596,7 +596,7 @@ async def page_verdict(request: web.Request) -> web.Response:
         return _store_away_page()
     parts = page_labels.page_context(verdict, rows, session, request.query)
     # highlighting and rendering are CPU work in proportion to the answer: off the event loop,
-    # and for a long answer in another process (veredito/web/heavy.py)
+    # and for a long answer in another process (veredito/serving/heavy.py)
     args = (verdict, 200, session, parts, bool(request.app[REVIEW].reviewers))
     if _page_weight(verdict) > HEAVY_BYTES // 8 and HEAVY in request.app:
         body, status, headers = await request.app[HEAVY].run(_verdict_page_parts, *args)

@@ -15,9 +15,10 @@ back as the same exception types (they pickle).
 from __future__ import annotations
 
 import asyncio
+import importlib
 import multiprocessing
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
@@ -30,18 +31,19 @@ T = TypeVar("T")
 HEAVY_BYTES = 256 * 1024  # a body or an answer past this goes to the pool
 
 
-def _warm() -> None:
+def _warm(modules: tuple[str, ...]) -> None:
     """Import in the child what its tasks need, once, before the first request."""
-    import veredito.producer.ingest
-    import veredito.producer.otlp
-    import veredito.web.review  # noqa: F401
+    for module in modules:
+        importlib.import_module(module)
 
 
 class HeavyPool:
-    """A lazily started pool of ``workers`` processes; :meth:`run` awaits one task."""
+    """A lazily started pool of ``workers`` processes; :meth:`run` awaits one task. The
+    processes import ``modules`` (those whose functions will be sent) as they start."""
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, modules: Iterable[str] = ()) -> None:
         self.workers = workers or max(1, min(2, (os.cpu_count() or 2) - 1))
+        self.modules = tuple(modules)
         self._pool: ProcessPoolExecutor | None = None
 
     def start(self) -> None:
@@ -50,6 +52,7 @@ class HeavyPool:
                 self.workers,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_warm,
+                initargs=(self.modules,),
             )
 
     async def warm(self) -> None:
