@@ -422,7 +422,7 @@ def p95(values: list[float]) -> float:
 def measure_agreement(store: SQLStore) -> dict[str, Any]:
     from prometheus_client import CollectorRegistry
 
-    from veredito.web.labels import (
+    from veredito.web.reviewing import (
         AgreementCache,
         ReviewMetrics,
         agreement_of,
@@ -479,7 +479,7 @@ def reviewer_loop(url: str, name: str, stop: Any, counts: Any) -> None:
     """Refresh the precision gauges, then ten answers from the queue labelled, over and over."""
     from prometheus_client import CollectorRegistry
 
-    from veredito.web.labels import ReviewMetrics, refresh_precision
+    from veredito.web.reviewing import ReviewMetrics, refresh_precision
 
     store = open_sql_store(url)
     metrics = ReviewMetrics(CollectorRegistry())

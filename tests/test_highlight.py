@@ -413,7 +413,7 @@ def test_path_segment_encodes_what_would_break_a_path() -> None:
 
 def test_the_pages_link_ids_as_one_segment_and_isolate_user_text() -> None:
     jinja2 = pytest.importorskip("jinja2")
-    from veredito.web.review import _environment
+    from veredito.web.render import _environment
 
     env = _environment()
     assert isinstance(env, jinja2.Environment)

@@ -249,7 +249,7 @@ def test_precision_gauges_follow_the_window(tmp_path: Path) -> None:
 
     from veredito.labels import Label
     from veredito.store.sql import open_sql_store
-    from veredito.web.labels import ReviewMetrics, refresh_precision
+    from veredito.web.reviewing import ReviewMetrics, refresh_precision
 
     url = f"sqlite:///{tmp_path / 'v.db'}"
     verdicts = judged_store(url, tmp_path)
@@ -277,7 +277,7 @@ def test_the_cached_agreement_follows_new_labels(tmp_path: Path) -> None:
     from veredito.labels import Label
     from veredito.store import Filters
     from veredito.store.sql import open_sql_store
-    from veredito.web.labels import AgreementCache, agreement_of
+    from veredito.web.reviewing import AgreementCache, agreement_of
 
     url = f"sqlite:///{tmp_path / 'v.db'}"
     verdicts = with_claims(judged_store(url, tmp_path), 1)[:12]

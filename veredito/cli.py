@@ -528,7 +528,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from veredito.producer.serve import IngestConfig
     from veredito.serving.guard import HostPolicy, serve_forever
     from veredito.web.app import make_app
-    from veredito.web.labels import ReviewTokens
+    from veredito.web.reviewing import ReviewTokens
 
     tokens = settings.ingest_tokens.get_secret_value() if settings.ingest_tokens else None
     read_tokens = settings.read_tokens.get_secret_value() if settings.read_tokens else None
@@ -575,7 +575,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     store_url = args.store or settings.store
     if store_url:
         from veredito.store import SQLStore
-        from veredito.web.review import Review
+        from veredito.web.reading import Review
 
         if open_reads and not loopback and not args.insecure_no_auth:
             print(
@@ -710,7 +710,7 @@ def _calibrate_from_store(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
     from veredito.labels import agreement_table
-    from veredito.web.labels import agreement_of
+    from veredito.web.reviewing import agreement_of
 
     try:
         filters = _review_filters(args)

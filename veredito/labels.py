@@ -439,7 +439,7 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 def agreement_table(result: dict[str, Any]) -> str:
-    """The agreement (of :func:`veredito.web.labels.agreement_of`) as ``calibrate`` prints it."""
+    """The agreement (of :func:`veredito.web.reviewing.agreement_of`) as ``calibrate`` prints it."""
 
     def fmt(value: float | None) -> str:
         return "   -" if value is None else f"{value:.2f}"

@@ -30,16 +30,10 @@ from veredito.producer.serve import (
 )
 from veredito.serving.heavy import HEAVY, HeavyPool
 from veredito.store import StoreUnavailable
-from veredito.web.labels import ReviewMetrics, openapi_paths
-from veredito.web.review import (
-    API_ROUTES,
-    PAGE_ROUTES,
-    REVIEW,
-    BadParameter,
-    Review,
-    add_routes,
-    openapi_part,
-)
+from veredito.web.labels import openapi_paths
+from veredito.web.reading import REVIEW, BadParameter, Review
+from veredito.web.review import API_ROUTES, PAGE_ROUTES, add_routes, openapi_part
+from veredito.web.reviewing import ReviewMetrics
 
 __all__ = ["ROUTES", "make_app", "openapi"]
 
@@ -149,7 +143,7 @@ def make_app(
     app = web.Application(client_max_size=config.max_bytes, middlewares=[errors_and_metrics])
     # the processes import what is sent to them: bodies and OTLP exports to parse, long pages
     pool = app[HEAVY] = HeavyPool(
-        modules=("veredito.producer.ingest", "veredito.producer.otlp", "veredito.web.review")
+        modules=("veredito.producer.ingest", "veredito.producer.otlp", "veredito.web.render")
     )
 
     async def warm(_: web.Application) -> None:

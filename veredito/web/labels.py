@@ -20,329 +20,39 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import hmac
 import json
 import logging
-import threading
-from collections import Counter as Tally
-from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from veredito.labels import (
     MAX_LABEL_BYTES,
-    LabelError,
-    agreement,
-    agreement_from,
-    collector_paused,
-    counts_of,
-    labelled_record,
-    parse_submission,
 )
 from veredito.producer.ingest import (
     Grant,
-    TokenError,
-    bearer,
-    match_token,
-    token_entries,
 )
-from veredito.producer.serve import JsonError
-from veredito.store import Filters, SQLStore, StoreUnavailable
+from veredito.producer.serve import CONFIG, JsonError
+from veredito.store import SQLStore, StoreUnavailable, parse_when
 from veredito.store.sql import AmbiguousId, submissions
+from veredito.web.reading import REVIEW, BadParameter, _api_grant, _clean, _filters
+from veredito.web.reviewing import (
+    JUDGES,
+    Reviewer,
+    _app_of,
+    _error,
+    agreement_of,
+    disagreements,
+    refresh_precision,
+    submit,
+)
 from veredito.worker.verdict import CATEGORIES, VERDICTS
 
-__all__ = [
-    "LABEL_ROUTES",
-    "AgreementCache",
-    "ReviewMetrics",
-    "ReviewTokens",
-    "Reviewer",
-    "agreement_of",
-    "refresh_precision",
-    "submit",
-]
+__all__ = ["LABEL_ROUTES", "add_label_routes", "openapi_paths"]
 
 log = logging.getLogger(__name__)
 
 LABEL_ROUTES = ("/v1/verdicts/{id}/labels", "/v1/review/next", "/v1/agreement")
-JUDGES = ("llm", "rules")
-
-
-@dataclass(frozen=True)
-class Reviewer:
-    name: str
-    app: str | None = None  # labels this app only
-
-
-class ReviewTokens:
-    """``VEREDITO_REVIEW_TOKENS``: ``token:reviewer`` or ``token:reviewer:app``, comma-separated;
-    tokens of 16 printable ASCII characters or more, compared in constant time."""
-
-    def __init__(self, spec: str | None) -> None:
-        self._tokens: list[tuple[bytes, Reviewer]] = []
-        for position, token, rest in token_entries(spec, "VEREDITO_REVIEW_TOKENS"):
-            name, _, app = rest.partition(":")
-            if not name.strip():
-                raise TokenError(
-                    f"VEREDITO_REVIEW_TOKENS: token {position} names no reviewer "
-                    "(write token:reviewer or token:reviewer:app)"
-                )
-            self._tokens.append((token.encode(), Reviewer(name.strip(), app.strip() or None)))
-
-    def __bool__(self) -> bool:
-        return bool(self._tokens)
-
-    def find(self, token: str) -> Reviewer | None:
-        return match_token(self._tokens, token)
-
-    def check(self, header: str | None) -> Reviewer | None:
-        given = bearer(header)
-        return None if given is None else self.find(given)
-
-    def session_key(self, reviewer: Reviewer) -> str:
-        """An opaque name of the reviewer's token, for the page's session cookie."""
-        for token, known in self._tokens:
-            if known is reviewer:
-                return hashlib.sha256(b"session:" + token).hexdigest()[:32]
-        raise KeyError(reviewer.name)
-
-    def by_session_key(self, key: str) -> Reviewer | None:
-        found = None
-        for token, reviewer in self._tokens:
-            mine = hashlib.sha256(b"session:" + token).hexdigest()[:32]
-            if hmac.compare_digest(mine.encode(), key.encode("ascii", "replace")):
-                found = reviewer
-        return found
-
-
-class ReviewMetrics:
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.lock = threading.Lock()
-        self.series: set[tuple[str, str, str]] = set()  # (app, category, judge) now exported
-        self.labels = Counter(
-            "veredito_review_labels_total",
-            "Labels stored by reviewers (one per claim, missed span or answer-level label)",
-            ["app"],
-            registry=registry,
-        )
-        self.precision = Gauge(
-            "veredito_judge_precision",
-            "The judge's precision measured on reviewers' labels of the uniform slice, over "
-            "VEREDITO_REVIEW_WINDOW; category 'answer' is the answer level",
-            ["app", "category", "judge"],
-            registry=registry,
-        )
-        self.precision_low = Gauge(
-            "veredito_judge_precision_lower",
-            "The lower end of the precision's 95 % Wilson interval",
-            ["app", "category", "judge"],
-            registry=registry,
-        )
-        self.floor = Gauge(
-            "veredito_judge_precision_floor",
-            "VEREDITO_REVIEW_PRECISION_FLOOR: the alert fires when a category's precision "
-            "interval lies below it",
-            registry=registry,
-        )
-        self.min_labels = Gauge(
-            "veredito_judge_precision_min_labels",
-            "VEREDITO_REVIEW_MIN_LABELS: the labels a precision must rest on before it alerts",
-            registry=registry,
-        )
-        self.precision_labels = Gauge(
-            "veredito_judge_precision_labels",
-            "How many labelled answers (answer level) or flagged answers of the category the "
-            "precision rests on",
-            ["app", "category", "judge"],
-            registry=registry,
-        )
-
-
-class AgreementCache:
-    """Each labelled answer's share of the agreement (:func:`veredito.labels.counts_of`), kept
-    until a new label of that answer comes: stored verdicts never change and labels are only
-    added, so a refresh reads the bodies and labels of the answers labelled since the last one
-    only. Thread-safe; a few hundred bytes an answer."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._shares: dict[tuple[str, str], tuple[int, Tally[tuple[str, ...]]]] = {}
-
-    def shares(
-        self, store: SQLStore, keys: list[tuple[str, str, float, int, int]]
-    ) -> dict[tuple[str, str], Tally[tuple[str, ...]]]:
-        with self._lock:
-            known = {k: v for k, v in self._shares.items()}
-        stale = [
-            (app, vid) for app, vid, _, last, _ in keys if known.get((app, vid), (0,))[0] != last
-        ]
-        fresh: dict[tuple[str, str], tuple[int, Tally[tuple[str, ...]]]] = {}
-        newest = {(app, vid): last for app, vid, _, last, _ in keys}
-        with collector_paused():
-            for verdict, rows in store.labelled_answers(stale):
-                key = (_app_of(verdict), str(verdict.get("id")))
-                last = max((int(r["id"]) for r in rows), default=0)
-                if last >= newest.get(key, 0):
-                    fresh[key] = (last, counts_of(labelled_record(verdict, rows), verdict))
-        with self._lock:
-            self._shares.update(fresh)
-            return {(app, vid): self._shares[(app, vid)][1] for app, vid, *_ in keys
-                    if (app, vid) in self._shares}  # fmt: skip
-
-
-def agreement_of(
-    store: SQLStore,
-    filters: Filters,
-    judge: str | None,
-    share: float,
-    cache: AgreementCache | None = None,
-) -> dict[str, Any]:
-    """The agreement of spec §16: the uniform slice's figures, and the other labels apart.
-    With ``cache``, each answer's share is computed once per new label (serve keeps one)."""
-    if cache is None:  # a one-off (calibrate --from-store): one pass over every answer
-        uniform_: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
-        chosen_: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
-        label_rows = 0
-        with collector_paused():
-            for verdict, labels, key in store.labelled(filters, judge):
-                into = uniform_ if key < share else chosen_
-                into[0].append(labelled_record(verdict, labels))
-                into[1].append(verdict)
-                label_rows += len(labels)
-        return {
-            "app": filters.app, "judge": judge, "since": filters.since, "until": filters.until,
-            "sample_share": share, "labels": label_rows, "uniform": agreement(*uniform_),
-            "chosen_to_teach": agreement(*chosen_),
-        }  # fmt: skip
-    keys = store.labelled_keys(filters, judge)
-    shares = cache.shares(store, keys)
-    uniform: Tally[tuple[str, ...]] = Tally()
-    chosen: Tally[tuple[str, ...]] = Tally()
-    counted = {"uniform": 0, "chosen": 0}
-    rows = 0
-    for app, verdict_id, key, _, label_count in keys:
-        part = shares.get((app, verdict_id))
-        if part is None:
-            continue
-        slice_ = "uniform" if key < share else "chosen"
-        (uniform if slice_ == "uniform" else chosen).update(part)
-        counted[slice_] += 1
-        rows += label_count
-    return {
-        "app": filters.app,
-        "judge": judge,
-        "since": filters.since,
-        "until": filters.until,
-        "sample_share": share,
-        "labels": rows,
-        "uniform": agreement_from(uniform, counted["uniform"]),
-        "chosen_to_teach": agreement_from(chosen, counted["chosen"]),
-    }
-
-
-def refresh_precision(
-    store: SQLStore,
-    metrics: ReviewMetrics,
-    since: str,
-    share: float,
-    cache: AgreementCache | None = None,
-) -> None:
-    """Set the precision gauges of every labelled app and judge (from a worker thread), and
-    drop the series no longer computed (labels that aged out of the window): a stale precision
-    must not keep an alert firing."""
-    fresh: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for app in store.label_counts():
-        for judge in JUDGES:
-            result = agreement_of(store, Filters(app=app, since=since), judge, share, cache)
-            result = result["uniform"]
-            figures = {"answer": result["answer_level"], **result["categories"]}
-            for category, numbers in figures.items():
-                if numbers["labelled"]:
-                    fresh[(app, category, judge)] = numbers
-    gauges = (metrics.precision, metrics.precision_low, metrics.precision_labels)
-    with metrics.lock:
-        for key in metrics.series - set(fresh):
-            for gauge in gauges:
-                with contextlib.suppress(KeyError):
-                    gauge.remove(*key)
-        for key, numbers in fresh.items():
-            metrics.precision.labels(*key).set(numbers["precision"])
-            metrics.precision_low.labels(*key).set(numbers["precision_interval"][0])
-            metrics.precision_labels.labels(*key).set(numbers["labelled"])
-        metrics.series = set(fresh)
-
-
-def submit(
-    store: SQLStore, reviewer: Reviewer, app: str | None, verdict_id: str, body: Any
-) -> tuple[int, dict[str, Any]]:
-    """Check and store one submission (from a worker thread): ``(status, answer)``."""
-    if reviewer.app is not None:
-        if app is not None and app != reviewer.app:
-            return 403, _error("forbidden", "this review token labels only its own app")
-        app = reviewer.app
-    try:
-        verdict = store.get(verdict_id, app)
-    except AmbiguousId as exc:
-        apps = ", ".join(repr(a) for a in exc.apps)
-        return 409, _error(
-            "ambiguous_id",
-            f"{len(exc.apps)} apps have a verdict with this id: name one with ?app= ({apps})",
-        )
-    if verdict is None:
-        return 404, _error("not_found", "no verdict with this id")
-    verdict_app = _app_of(verdict)
-    if reviewer.app is not None and verdict_app != reviewer.app:
-        return 404, _error("not_found", "no verdict with this id")
-    try:
-        submission = parse_submission(body, verdict)
-    except LabelError as exc:
-        return 400, _error("invalid_label", str(exc))
-    stored = store.add_labels(verdict_app, verdict_id, reviewer.name, submission.labels)
-    if stored is None:
-        return 404, _error("not_found", "no verdict with this id")
-    return 201, stored
-
-
-def disagreements(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Claims (and the answer) on which reviewers' latest labels differ."""
-    latest: dict[tuple[str, int | None], dict[str, tuple[Any, ...]]] = {}
-    for row in rows:
-        if row["kind"] == "claim":
-            said: tuple[Any, ...] = (row["correct"], row["verdict"], row["category"])
-        elif row["kind"] == "answer" and row["hallucinated"] is not None:
-            said = (row["hallucinated"],)
-        else:
-            continue
-        latest.setdefault((row["kind"], row["claim_idx"]), {})[str(row["reviewer"])] = said
-    out = []
-    for (kind, idx), by in sorted(latest.items(), key=lambda x: (x[0][0], x[0][1] or -1)):
-        if len(set(by.values())) > 1:
-            out.append(
-                {
-                    "kind": kind,
-                    "claim_idx": idx,
-                    "reviewers": {
-                        name: dict(zip(("correct", "verdict", "category"), said, strict=False))
-                        if kind == "claim"
-                        else {"hallucinated": said[0]}
-                        for name, said in sorted(by.items())
-                    },
-                }
-            )
-    return out
-
-
-def _app_of(verdict: dict[str, Any]) -> str:
-    metadata = verdict.get("metadata")
-    app = metadata.get("app") if isinstance(metadata, dict) else None
-    return app if isinstance(app, str) else ""
-
-
-def _error(code: str, message: str) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message}}
 
 
 # -- routes -------------------------------------------------------------------------------------
@@ -366,7 +76,6 @@ def _json(status: int, payload: dict[str, Any]) -> web.Response:
 
 
 async def _in_thread(request: web.Request, fn: Any, *args: Any) -> Any:
-    from veredito.web.review import REVIEW
 
     review = request.app[REVIEW]
     return await asyncio.get_running_loop().run_in_executor(review.executor, fn, *args)
@@ -374,8 +83,6 @@ async def _in_thread(request: web.Request, fn: Any, *args: Any) -> Any:
 
 def _reviewer_or_refusal(request: web.Request) -> Reviewer | web.Response:
     """The reviewer of a bearer review token; 403 for a read or ingest token, 401 for none."""
-    from veredito.producer.serve import CONFIG
-    from veredito.web.review import REVIEW
 
     review = request.app[REVIEW]
     header = request.headers.get("Authorization")
@@ -397,22 +104,14 @@ def _reviewer_or_refusal(request: web.Request) -> Reviewer | web.Response:
 
 def _reader(request: web.Request) -> Grant | web.Response:
     """A read grant from a read token, a review token (its app) or open reads."""
-    from veredito.web.review import _api_grant
 
-    reviewer = request.app[_review_key()].reviewers.check(request.headers.get("Authorization"))
+    reviewer = request.app[REVIEW].reviewers.check(request.headers.get("Authorization"))
     if reviewer is not None:
         return Grant(app=reviewer.app)
     return _api_grant(request)
 
 
-def _review_key() -> Any:
-    from veredito.web.review import REVIEW
-
-    return REVIEW
-
-
 def _target_app(request: web.Request, forced: str | None) -> str | None:
-    from veredito.web.review import _clean
 
     if forced is not None:
         return forced
@@ -425,12 +124,11 @@ async def post_labels(request: web.Request) -> web.Response:
     reviewer = _reviewer_or_refusal(request)
     if isinstance(reviewer, web.Response):
         return reviewer
-    from veredito.web.review import _clean
 
     verdict_id = _clean("id", request.match_info["id"])
     app = _target_app(request, None)
     body = await read_label_body(request)
-    review = request.app[_review_key()]
+    review = request.app[REVIEW]
     try:
         status, payload = await _in_thread(
             request, submit, review.store, reviewer, app, verdict_id, body
@@ -472,13 +170,12 @@ async def get_labels(request: web.Request) -> web.Response:
     grant = _reader(request)
     if isinstance(grant, web.Response):
         return grant
-    from veredito.web.review import _clean
 
     verdict_id = _clean("id", request.match_info["id"])
     app = _target_app(request, grant.app)
     try:
         status, payload = await _in_thread(
-            request, _labels_view, request.app[_review_key()].store, app, verdict_id, grant.app
+            request, _labels_view, request.app[REVIEW].store, app, verdict_id, grant.app
         )
     except StoreUnavailable:
         return _json(503, _error("store_unavailable", "the verdict store cannot be reached"))
@@ -489,7 +186,7 @@ async def review_next(request: web.Request) -> web.Response:
     reviewer = _reviewer_or_refusal(request)
     if isinstance(reviewer, web.Response):
         return reviewer
-    review = request.app[_review_key()]
+    review = request.app[REVIEW]
     app = _target_app(request, None)
     if reviewer.app is not None:
         if app is not None and app != reviewer.app:
@@ -513,9 +210,8 @@ async def get_agreement(request: web.Request) -> web.Response:
     grant = _reader(request)
     if isinstance(grant, web.Response):
         return grant
-    from veredito.web.review import BadParameter, _filters
 
-    review = request.app[_review_key()]
+    review = request.app[REVIEW]
     filters = _filters(request.query, grant)
     judge = request.query.get("judge", "").strip() or None
     if judge is not None and judge not in JUDGES:
@@ -537,9 +233,8 @@ async def get_agreement(request: web.Request) -> web.Response:
 
 async def precision_loop(app: web.Application) -> None:
     """Refresh the precision gauges every ``refresh_seconds`` (at least once a minute)."""
-    from veredito.store import parse_when
 
-    review = app[_review_key()]
+    review = app[REVIEW]
     review.metrics.floor.set(review.precision_floor)
     review.metrics.min_labels.set(review.min_labels)
     loop = asyncio.get_running_loop()

@@ -23,11 +23,8 @@ cookie: it takes only ``Authorization: Bearer``.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 import time
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -36,17 +33,33 @@ from aiohttp import web
 from veredito.labels import MAX_LABEL_BYTES
 from veredito.store import StoreUnavailable
 from veredito.store.sql import submissions
-from veredito.web import review as pages
+from veredito.web import render as pages
 from veredito.web.highlight import path_segment
-from veredito.web.labels import Reviewer, disagreements, submit
+from veredito.web.reading import REVIEW, _call, _clean
+from veredito.web.reviewing import disagreements, submit
+from veredito.web.session import (
+    SESSION_COOKIE,
+    SESSION_SECONDS,
+    Session,
+    _equal,
+    may_label,
+    queue_link,
+    session_cookie,
+    session_of,
+    viewer,
+)
 
-__all__ = ["PAGE_LABEL_ROUTES", "SESSION_COOKIE", "Session", "form_body", "session_of"]
+__all__ = [
+    "PAGE_LABEL_ROUTES",
+    "add_page_label_routes",
+    "form_body",
+    "openapi_paths",
+    "page_context",
+]
 
 log = logging.getLogger(__name__)
 
 PAGE_LABEL_ROUTES = ("/entrar", "/sair", "/verdicts/{id}/rotulos", "/revisar/proxima")
-SESSION_COOKIE = "veredito_sessao"
-SESSION_SECONDS = 12 * 3600
 MAX_FORM_FIELDS = 1000
 FORM = "application/x-www-form-urlencoded"
 REASONS = {
@@ -55,67 +68,6 @@ REASONS = {
     "low_confidence": "o juiz tem pouca confiança",
 }
 HALLUCINATED = {"sim": True, "nao": False}
-
-
-@dataclass(frozen=True)
-class Session:
-    reviewer: Reviewer
-    payload: str  # "<session key>.<expiry>", what the cookie's MAC signs
-    csrf: str
-
-
-def _mac(secret: bytes, message: str) -> str:
-    return hmac.new(secret, message.encode(), hashlib.sha256).hexdigest()
-
-
-def _equal(given: str, expected: str) -> bool:
-    return hmac.compare_digest(given.encode("utf-8", "replace"), expected.encode())
-
-
-def session_cookie(secret: bytes, key: str, now: float) -> str:
-    payload = f"{key}.{int(now) + SESSION_SECONDS}"
-    return f"{payload}.{_mac(secret, 'session:' + payload)}"
-
-
-def read_session(value: str, secret: bytes, reviewers: Any, now: float) -> Session | None:
-    """The session a cookie value holds: signed by this server, not expired, of a reviewer the
-    server still knows; None otherwise."""
-    parts = value.split(".")
-    if len(parts) != 3 or not (parts[1].isascii() and parts[1].isdigit()):
-        return None
-    key, expiry, mac = parts
-    payload = f"{key}.{expiry}"
-    if not _equal(mac, _mac(secret, "session:" + payload)) or int(expiry) <= now:
-        return None
-    reviewer: Reviewer | None = reviewers.by_session_key(key)
-    if reviewer is None:
-        return None
-    return Session(reviewer, payload, _mac(secret, "csrf:" + payload))
-
-
-_SESSION: web.RequestKey[Session | None] = web.RequestKey("veredito_session")
-
-
-def session_of(request: web.Request) -> Session | None:
-    """The signed-in reviewer of a page request (read once per request), or None."""
-    if _SESSION in request:
-        return request[_SESSION]
-    review = request.app[pages.REVIEW]
-    value = request.cookies.get(SESSION_COOKIE)
-    session = None
-    if value and review.reviewers:
-        session = read_session(value, review.session_secret, review.reviewers, time.time())
-    request[_SESSION] = session
-    return session
-
-
-def viewer(session: Session | None) -> dict[str, str] | None:
-    """What the page header shows of a session (the sign-out form needs its CSRF token)."""
-    return None if session is None else {"name": session.reviewer.name, "csrf": session.csrf}
-
-
-def may_label(session: Session | None, app: str) -> bool:
-    return session is not None and session.reviewer.app in (None, app)
 
 
 def reason_label(reason: str) -> str | None:
@@ -127,11 +79,6 @@ def reason_label(reason: str) -> str | None:
     if kind == "rare_category" and category in pages.CATEGORY_LABELS:
         return f"categoria rara: {pages.CATEGORY_LABELS[category]}"
     return None
-
-
-def queue_link(app: str, **extra: str) -> str:
-    query = urlencode({k: v for k, v in {"app": app, **extra}.items() if v})
-    return "/revisar/proxima" + (f"?{query}" if query else "")
 
 
 # -- the form -----------------------------------------------------------------------------------
@@ -292,7 +239,7 @@ def page_context(
         for s in submissions(rows)
         if (s["note"] or s["missed"]) and (me is None or mine)
     ]
-    queue = pages._clean("fila", str(query.get("fila", ""))).strip()
+    queue = _clean("fila", str(query.get("fila", ""))).strip()
     context: dict[str, Any] = {
         "labelling": None,
         "notes": notes,
@@ -407,7 +354,7 @@ def _same_origin(request: web.Request) -> bool:
 
 
 async def sign_in_page(request: web.Request) -> web.Response:
-    review = request.app[pages.REVIEW]
+    review = request.app[REVIEW]
     if not review.reviewers:
         return _off()
     return pages._render(
@@ -419,7 +366,7 @@ async def sign_in_page(request: web.Request) -> web.Response:
 
 
 async def sign_in(request: web.Request) -> web.Response:
-    review = request.app[pages.REVIEW]
+    review = request.app[REVIEW]
     if not review.reviewers:
         return _off()
     if not _same_origin(request):
@@ -488,7 +435,7 @@ def _count(review: Any, payload: dict[str, Any]) -> None:
 
 
 async def post_labels(request: web.Request) -> web.Response:
-    review = request.app[pages.REVIEW]
+    review = request.app[REVIEW]
     session = session_of(request)
     if session is None:
         return _page(
@@ -502,17 +449,17 @@ async def post_labels(request: web.Request) -> web.Response:
         return _page("Formulário inválido", str(exc), exc.status)
     if not _equal(form.get("csrf", ""), session.csrf):
         return _forged()
-    verdict_id = pages._clean("id", request.match_info["id"])
-    app = pages._clean("app", request.query["app"]).strip() if "app" in request.query else None
+    verdict_id = _clean("id", request.match_info["id"])
+    app = _clean("app", request.query["app"]).strip() if "app" in request.query else None
     body, numbers = form_body(form)
     reviewer = session.reviewer
     try:
-        status, payload = await pages._call(
+        status, payload = await _call(
             request, submit, review.store, reviewer, app, verdict_id, body
         )
     except StoreUnavailable:
         return pages._store_away_page()
-    queue = pages._clean("fila", form.get("fila", "")).strip()
+    queue = _clean("fila", form.get("fila", "")).strip()
     if status == 201:
         _count(review, payload)
         log.info(
@@ -541,30 +488,28 @@ async def post_labels(request: web.Request) -> web.Response:
     error = page_error(field, said, numbers)
     where = reviewer.app if reviewer.app is not None else app
     try:
-        verdict = await pages._call(request, review.store.get, verdict_id, where)
+        verdict = await _call(request, review.store.get, verdict_id, where)
         if verdict is None:  # gone since submit() read it
             return _page("Veredito não encontrado", "Nenhum veredito com este id.", 404)
-        rows = await pages._call(
-            request, review.store.labels_of, pages._row(verdict)["app"], verdict_id
-        )
+        rows = await _call(request, review.store.labels_of, pages._row(verdict)["app"], verdict_id)
     except StoreUnavailable:
         return pages._store_away_page()
     context = page_context(verdict, rows, session, {"fila": queue}, form=form, error=error)
-    response: web.Response = await pages._call(
+    response: web.Response = await _call(
         request, pages._verdict_page, verdict, 400, session, context
     )
     return response
 
 
 async def review_next(request: web.Request) -> web.Response:
-    review = request.app[pages.REVIEW]
+    review = request.app[REVIEW]
     if not review.reviewers:
         return _off()
     session = session_of(request)
     if session is None:
         return _redirect("/entrar")
     reviewer = session.reviewer
-    queue = pages._clean("app", request.query.get("app", "")).strip()
+    queue = _clean("app", request.query.get("app", "")).strip()
     app: str | None = queue or None
     if reviewer.app is not None:
         if app is not None and app != reviewer.app:
@@ -575,7 +520,7 @@ async def review_next(request: web.Request) -> web.Response:
             )
         app = reviewer.app
     try:
-        found = await pages._call(
+        found = await _call(
             request,
             review.store.next_for_review,
             reviewer.name,

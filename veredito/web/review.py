@@ -25,37 +25,50 @@ the answer page with its labelling form: that one allows the server's own ``revi
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import logging
-import re
-import secrets
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from datetime import date, timedelta
 from importlib import resources
 from typing import Any
 from urllib.parse import urlencode
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry
 
-from veredito.producer.ingest import Grant, Tokens
+from veredito.producer.ingest import Grant
 from veredito.serving.heavy import HEAVY, HEAVY_BYTES
-from veredito.store import Filters, SQLStore, StoreUnavailable, parse_when
+from veredito.store import StoreUnavailable
 from veredito.store.sql import AmbiguousId
 from veredito.web import page_labels
-from veredito.web.highlight import claim_spans, marked_chunk, path_segment, segments
-from veredito.web.labels import (
-    LABEL_ROUTES,
-    AgreementCache,
-    ReviewMetrics,
-    ReviewTokens,
-    add_label_routes,
+from veredito.web import session as sessions
+from veredito.web.labels import LABEL_ROUTES, add_label_routes
+from veredito.web.reading import (
+    MAX_LIMIT,
+    PAGE_SIZE,
+    REVIEW,
+    STATUSES,
+    BadParameter,
+    Review,
+    _api_grant,
+    _call,
+    _clean,
+    _filters,
+    _grant,
+    _json_error,
+    _limit,
+    _unavailable,
+    _visible,
+)
+from veredito.web.render import (
+    PERIODS,
+    _page_weight,
+    _render,
+    _row,
+    _store_away_page,
+    _verdict_page,
+    _verdict_page_parts,
 )
 from veredito.worker.verdict import CATEGORIES, VERDICTS
 
-__all__ = ["API_ROUTES", "PAGE_ROUTES", "BadParameter", "Review", "add_routes"]
+__all__ = ["API_ROUTES", "PAGE_ROUTES", "add_routes", "openapi_part"]
 
 log = logging.getLogger(__name__)
 
@@ -70,202 +83,6 @@ PAGE_ROUTES = (
     "/verdicts/{id}/rotulos",
     "/revisar/proxima",
 )
-STATUSES = ("ok", "rejected", "failed")
-MAX_LIMIT = 500
-CITED_BUDGET = 200_000  # characters of cited excerpts on one answer's page
-PAGE_SIZE = 50
-CSP = (
-    "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
-    "frame-ancestors 'none'; base-uri 'none'"
-)
-CSP_SCRIPT = CSP.replace("style-src 'self';", "style-src 'self'; script-src 'self';")
-
-VERDICT_LABELS = {
-    "grounded": "apoiada",
-    "partial": "parcial",
-    "invented": "inventada",
-    "contradicted": "contradiz o contexto",
-}
-VERDICT_PLURAL = {
-    "grounded": "apoiadas",
-    "partial": "parciais",
-    "invented": "inventadas",
-    "contradicted": "contradizem o contexto",
-}
-CATEGORY_LABELS = {
-    "LEI": "Lei",
-    "CNPJ_CPF_RG": "CNPJ/CPF/RG",
-    "ENTIDADE_BR": "Órgão ou entidade",
-    "PRAZO_VALOR": "Prazo ou valor",
-    "POLITICA": "Programa ou política",
-    "GEOGRAFIA_BR": "Lugar",
-    "GENERICA": "Genérica",
-}
-STATUS_LABELS = {"ok": "avaliada", "rejected": "rejeitada", "failed": "falhou"}
-FINDING_LABELS = {
-    "absent_from_context": "ausente do contexto",
-    "conflicts_with_context": "conflita com o contexto",
-    "invalid_check_digit": "dígito verificador inválido",
-    "derived": "calculado a partir do contexto",
-}
-CONFIDENCES = (("", "qualquer"), ("0.5", "≥ 0,5"), ("0.8", "≥ 0,8 (seguras)"),
-               ("0.95", "≥ 0,95"))  # fmt: skip
-PERIODS = (("1h", "última hora"), ("24h", "últimas 24 h"), ("7d", "últimos 7 dias"),
-           ("30d", "últimos 30 dias"), ("", "todo o período"))  # fmt: skip
-
-
-@dataclass
-class Review:
-    store: SQLStore
-    tokens: Tokens = field(default_factory=lambda: Tokens(None))
-    open_reads: bool = False  # no token needed (loopback, or --insecure-no-auth)
-    executor: ThreadPoolExecutor = field(
-        default_factory=lambda: ThreadPoolExecutor(4, thread_name_prefix="store")
-    )
-    reviewers: ReviewTokens = field(default_factory=lambda: ReviewTokens(None))
-    sample_share: float = 0.05  # the uniform slice: answers whose sample key is below this
-    teach_every: int = 4  # every n-th answer of the queue is one chosen to teach
-    window: str = "30d"  # the precision gauges' period
-    refresh_seconds: float = 60.0
-    precision_floor: float = 0.7  # exported for the alert rule
-    min_labels: int = 30
-    session_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
-    metrics: ReviewMetrics = field(default_factory=lambda: ReviewMetrics(CollectorRegistry()))
-    agreements: AgreementCache = field(default_factory=lambda: AgreementCache())
-
-
-REVIEW: web.AppKey[Review] = web.AppKey("review")
-
-
-class BadParameter(ValueError):
-    def __init__(self, name: str, message: str) -> None:
-        super().__init__(f"{name}: {message}")
-        self.name = name
-
-
-def _json_error(status: int, code: str, message: str, **headers: str) -> web.Response:
-    return web.json_response(
-        {"error": {"code": code, "message": message}}, status=status, headers=headers or None
-    )
-
-
-def _grant(request: web.Request, *, page: bool = False) -> Grant | None:
-    """What a read token grants; None when the request may not read. The JSON API takes only
-    ``Authorization: Bearer``; the page also takes HTTP Basic (the token as the password), which
-    a browser remembers and sends by itself, so the API must not accept it."""
-    review = request.app[REVIEW]
-    header = request.headers.get("Authorization", "")
-    scheme, _, value = header.partition(" ")
-    if page and scheme.lower() == "basic":
-        try:
-            decoded = base64.b64decode(value.strip(), validate=True).decode("utf-8")
-        except (binascii.Error, ValueError):  # not base64, not ASCII, not UTF-8
-            decoded = ""
-        header = f"Bearer {decoded.partition(':')[2]}"
-    if review.tokens:
-        found: Grant | None = review.tokens.check(header)
-        return found
-    return Grant() if review.open_reads else None
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def _clean(name: str, value: str) -> str:
-    """A parameter's value, or :class:`BadParameter` for one with a control character (NUL
-    cannot even be sent to PostgreSQL)."""
-    if _CONTROL.search(value):
-        raise BadParameter(name, "contains a control character")
-    return value
-
-
-def _filters(query: Any, grant: Grant) -> Filters:
-    def one(name: str, allowed: tuple[str, ...] | None = None) -> str | None:
-        value = _clean(name, str(query.get(name, ""))).strip()
-        if not value:
-            return None
-        if allowed is not None and value not in allowed:
-            raise BadParameter(name, f"{value!r} is not one of {', '.join(allowed)}")
-        return value
-
-    hallucinated = one("hallucinated")
-    if hallucinated is not None and hallucinated.lower() not in ("true", "false", "1", "0"):
-        raise BadParameter("hallucinated", "use true or false")
-    times: dict[str, str | None] = {}
-    for name in ("since", "until"):
-        value = one(name)
-        try:
-            times[name] = parse_when(value) if value else None
-        except (ValueError, OverflowError) as exc:
-            message = str(exc) if isinstance(exc, ValueError) else "out of range"
-            raise BadParameter(name, message) from None
-    confidence = one("confidence")
-    min_confidence = None
-    if confidence is not None:
-        try:
-            min_confidence = float(confidence)
-        except ValueError:
-            min_confidence = -1.0
-        if not 0.0 <= min_confidence <= 1.0:
-            raise BadParameter(
-                "confidence", "a number from 0 to 1 (the least hallucination_confidence)"
-            )
-    app = one("app")
-    if grant.app is not None:
-        app = grant.app  # a token for one app sees that app only
-    return Filters(
-        app=app,
-        status=one("status", STATUSES),
-        hallucinated=None if hallucinated is None else hallucinated.lower() in ("true", "1"),
-        category=one("category", CATEGORIES),
-        verdict=one("verdict", VERDICTS),
-        since=times["since"],
-        until=times["until"],
-        min_confidence=min_confidence,
-    )
-
-
-def _limit(query: Any) -> int:
-    raw = _clean("limit", query.get("limit", "")).strip()
-    if not raw:
-        return PAGE_SIZE
-    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= MAX_LIMIT:
-        raise BadParameter("limit", f"a whole number from 1 to {MAX_LIMIT}")
-    return int(raw)
-
-
-async def _call(request: web.Request, fn: Any, *args: Any, **kwargs: Any) -> Any:
-    review = request.app[REVIEW]
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(review.executor, lambda: fn(*args, **kwargs))
-
-
-def _visible(verdict: dict[str, Any] | None, grant: Grant) -> dict[str, Any] | None:
-    if verdict is None or grant.app is None:
-        return verdict
-    metadata = verdict.get("metadata")
-    app = metadata.get("app") if isinstance(metadata, dict) else None
-    return verdict if app == grant.app else None
-
-
-# -- the API ----------------------------------------------------------------------------------
-def _api_grant(request: web.Request) -> Grant | web.Response:
-    grant = _grant(request)
-    if grant is None:
-        return _json_error(
-            401,
-            "unauthorized",
-            "a valid 'Authorization: Bearer <token>' is needed (VEREDITO_READ_TOKENS)",
-            **{"WWW-Authenticate": "Bearer"},
-        )
-    return grant
-
-
-def _unavailable(exc: StoreUnavailable) -> web.Response:
-    log.warning("the store cannot be read (%s)", type(exc.__cause__ or exc).__name__)
-    return _json_error(
-        503, "store_unavailable", "the verdict store cannot be reached", **{"Retry-After": "5"}
-    )
 
 
 async def api_list(request: web.Request) -> web.Response:
@@ -334,89 +151,13 @@ async def api_stats(request: web.Request) -> web.Response:
     return web.json_response(stats)
 
 
-# -- the page ---------------------------------------------------------------------------------
-def _environment() -> Any:
-    try:
-        import jinja2
-    except ImportError:  # pragma: no cover - depends on the install
-        raise RuntimeError("the review page needs Jinja2: pip install 'veredito[serve]'") from None
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("veredito.web", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.globals.update(
-        VERDICT_LABELS=VERDICT_LABELS,
-        VERDICT_PLURAL=VERDICT_PLURAL,
-        CATEGORY_LABELS=CATEGORY_LABELS,
-        STATUS_LABELS=STATUS_LABELS,
-        FINDING_LABELS=FINDING_LABELS,
-        CATEGORIES=CATEGORIES,
-        VERDICTS=VERDICTS,
-        STATUSES=STATUSES,
-        PERIODS=PERIODS,
-        CONFIDENCES=CONFIDENCES,
-    )
-    # the reviewer's parts of the pages are off unless a handler turns them on
-    env.globals.update(
-        script=False, viewer=None, sign_in=False, next_link=None, labelling=None, notes=[],
-        notes_hidden=False, denied=False, reason=None, saved=False, previous_saved=False,
-        form_error=None,
-    )  # fmt: skip
-    env.filters["pct"] = lambda part, whole: f"{100 * part / whole:.1f}".replace(".", ",") + " %"
-    env.filters["num"] = lambda value: f"{value:.2f}".replace(".", ",")
-    env.filters["when"] = lambda text: str(text or "")[:19].replace("T", " ") + " UTC"
-    env.filters["segment"] = path_segment
-    return env
-
-
-_ENV: Any = None
-
-
-def _render(name: str, status: int = 200, headers: dict[str, str] | None = None, *,
-            script: bool = False, **context: Any) -> web.Response:  # fmt: skip
-    """A page; ``script``: it loads ``/static/review.js`` and its CSP allows that (and only
-    that). ``viewer`` (the signed-in reviewer) and ``sign_in`` (offer it) fill the header."""
-    global _ENV
-    if _ENV is None:
-        try:
-            _ENV = _environment()
-        except RuntimeError as exc:  # a base install: the API works, the page needs the extra
-            return web.Response(text=str(exc), status=501, content_type="text/plain")
-    html = _ENV.get_template(name).render(script=script, **context)
-    return web.Response(
-        text=html,
-        status=status,
-        content_type="text/html",
-        charset="utf-8",
-        headers={
-            "Content-Security-Policy": CSP_SCRIPT if script else CSP,
-            "X-Content-Type-Options": "nosniff",
-            # same-origin, not no-referrer: a form's POST then carries this server's Origin
-            # (no-referrer makes it "null"), which POST /entrar checks
-            "Referrer-Policy": "same-origin",
-            "Cache-Control": "no-store",
-            **(headers or {}),
-        },
-    )
-
-
-def _store_away_page() -> web.Response:
-    return _render(
-        "error.html", 503, {"Retry-After": "5"}, title="Base indisponível",
-        message="A base de vereditos não responde agora. Tente de novo em instantes.",
-    )  # fmt: skip
-
-
 def _page_grant(request: web.Request) -> Grant | web.Response:
     """A read token (Basic) or open reads, else a reviewer's session: a read grant for the
     reviewer's app (every app for a reviewer of all)."""
     grant = _grant(request, page=True)
     if grant is not None:
         return grant
-    session = page_labels.session_of(request)
+    session = sessions.session_of(request)
     if session is not None:
         return Grant(app=session.reviewer.app)
     reviewers = bool(request.app[REVIEW].reviewers)
@@ -429,45 +170,6 @@ def _page_grant(request: web.Request) -> Grant | web.Response:
         + (", ou como revisor." if reviewers else "."),
         sign_in=reviewers,
     )
-
-
-def _probability(value: Any) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1:
-        return float(value)
-    return None
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _claim_number(value: Any) -> int | None:
-    return value + 1 if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _row(verdict: dict[str, Any]) -> dict[str, Any]:
-    given = _dict(verdict.get("input"))
-    metadata = _dict(verdict.get("metadata"))
-    categories = _dict(verdict.get("categories"))
-    query = _text(given.get("query"))
-    return {
-        "id": _text(verdict.get("id")),
-        "app": _text(metadata.get("app")),
-        "status": _text(verdict.get("status")),
-        "hallucinated": verdict.get("hallucinated") is True,
-        "score": verdict.get("score"),
-        "categories": [c for c in categories if c in CATEGORY_LABELS],
-        "query": query if len(query) <= 140 else query[:139] + "…",
-        "evaluated_at": _text(verdict.get("evaluated_at")),
-    }
 
 
 async def page_list(request: web.Request) -> web.Response:
@@ -510,12 +212,12 @@ async def page_list(request: web.Request) -> web.Response:
     keep = {k: v for k, v in request.query.items() if k != "cursor" and v}
     keep.setdefault("period", period)
     more = "?" + urlencode({**keep, "cursor": page.next_cursor}) if page.next_cursor else None
-    session = page_labels.session_of(request)
+    session = sessions.session_of(request)
     return _render(
         "list.html",
-        viewer=page_labels.viewer(session),
+        viewer=sessions.viewer(session),
         sign_in=bool(request.app[REVIEW].reviewers),
-        next_link=None if session is None else page_labels.queue_link(filters.app or ""),
+        next_link=None if session is None else sessions.queue_link(filters.app or ""),
         rows=[_row(v) for v in page.items],
         stats=stats,
         form={
@@ -533,39 +235,6 @@ async def page_list(request: web.Request) -> web.Response:
         more=more,
         first_page=cursor is None,
     )
-
-
-def _claims_view(verdict: dict[str, Any]) -> tuple[list[Any], list[dict[str, Any]], bool]:
-    given = _dict(verdict.get("input"))
-    answer = _text(given.get("answer"))
-    context = [c for c in _list(given.get("context")) if isinstance(c, str)]
-    claims = [c for c in _list(verdict.get("claims")) if isinstance(c, dict)]
-    texts = [_text(c.get("text")) for c in claims]
-    spans = claim_spans(answer, texts) if answer else {}
-    views = []
-    budget = CITED_BUDGET  # excerpt characters on one page; past it a claim names its chunk only
-    for index, claim in enumerate(claims):
-        label = _text(claim.get("verdict"))
-        chunk_idx = claim.get("chunk_idx")
-        cited = None
-        if isinstance(chunk_idx, int) and 0 <= chunk_idx < len(context):
-            marked = marked_chunk(context[chunk_idx], texts[index]) if budget > 0 else []
-            budget -= sum(len(s.text) for s in marked)
-            cited = {"index": chunk_idx, "segments": marked}
-        category = _text(claim.get("category"))
-        views.append(
-            {
-                "number": index + 1,
-                "text": texts[index],
-                "verdict": label if label in VERDICT_LABELS else "invented",
-                "category": category if category in CATEGORY_LABELS else "",
-                "source": _text(claim.get("source")),
-                "confidence": _probability(claim.get("confidence")),
-                "in_answer": index in spans,
-                "cited": cited,
-            }
-        )
-    return segments(answer, spans) if answer else [], views, bool(given)
 
 
 async def page_verdict(request: web.Request) -> web.Response:
@@ -588,7 +257,7 @@ async def page_verdict(request: web.Request) -> web.Response:
             "error.html", 404, title="Veredito não encontrado",
             message="Nenhum veredito com este id.",
         )  # fmt: skip
-    session = page_labels.session_of(request)
+    session = sessions.session_of(request)
     store = request.app[REVIEW].store
     try:
         rows = await _call(request, store.labels_of, _row(verdict)["app"], _row(verdict)["id"])
@@ -603,68 +272,6 @@ async def page_verdict(request: web.Request) -> web.Response:
         return web.Response(body=body, status=status, headers=headers)
     response: web.Response = await _call(request, _verdict_page, *args)
     return response
-
-
-def _page_weight(verdict: dict[str, Any]) -> int:
-    """Characters of the answer and the claims: what highlighting and rendering cost."""
-    given = _dict(verdict.get("input"))
-    claims = _list(verdict.get("claims"))
-    return len(_text(given.get("answer"))) + sum(
-        len(_text(c.get("text"))) for c in claims if isinstance(c, dict)
-    )
-
-
-def _verdict_page_parts(*args: Any) -> tuple[bytes, int, dict[str, str]]:
-    """:func:`_verdict_page` in a worker process: the response as plain data."""
-    response = _verdict_page(*args)
-    body = response.body if isinstance(response.body, bytes) else b""
-    headers = {k: v for k, v in response.headers.items() if k.lower() != "content-length"}
-    return body, response.status, headers
-
-
-def _verdict_page(
-    verdict: dict[str, Any],
-    status: int,
-    session: page_labels.Session | None,
-    reviewing: dict[str, Any],
-    sign_in: bool = True,
-) -> web.Response:
-    """The answer page; ``reviewing``: its reviewer parts (:func:`page_labels.page_context`)."""
-    answer_segments, claims, has_input = _claims_view(verdict)
-    given = _dict(verdict.get("input"))
-    findings = [f for f in _list(verdict.get("rule_findings")) if isinstance(f, dict)]
-    error = verdict.get("error") if isinstance(verdict.get("error"), dict) else None
-    judge = _dict(verdict.get("judge"))
-    return _render(
-        "verdict.html",
-        status,
-        script=reviewing["labelling"] is not None,
-        viewer=page_labels.viewer(session),
-        sign_in=sign_in,
-        **reviewing,
-        row=_row(verdict),
-        query=_text(given.get("query")),
-        answer=answer_segments,
-        claims=claims,
-        has_input=has_input,
-        context=[c for c in _list(given.get("context")) if isinstance(c, str)],
-        findings=[
-            {
-                "category": _text(f.get("category")),
-                "text": _text(f.get("text")),
-                "kind": _text(f.get("kind")),
-                "claim": _claim_number(f.get("claim_idx")),
-                "operation": _text(f.get("operation")),
-                "operands": [str(o) for o in f.get("operands") or [] if isinstance(o, str)],
-            }
-            for f in findings
-        ],
-        error={"kind": _text(error.get("kind")), "message": _text(error.get("message"))}
-        if error
-        else None,
-        judge={"kind": _text(judge.get("kind")), "model": _text(judge.get("model"))},
-        reasoning=_text(verdict.get("reasoning")),
-    )
 
 
 async def stylesheet(request: web.Request) -> web.Response:
@@ -877,7 +484,7 @@ def openapi_part() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         "reviewSession": {
             "type": "apiKey",
             "in": "cookie",
-            "name": page_labels.SESSION_COOKIE,
+            "name": sessions.SESSION_COOKIE,
             "description": "the review page's session (POST /entrar with a review token); "
             "page routes only, never the JSON API",
         },
