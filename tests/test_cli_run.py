@@ -110,6 +110,18 @@ def test_bad_setting_names_the_setting(capsys: pytest.CaptureFixture[str]) -> No
     assert "invalid setting prompts" in capsys.readouterr().err
 
 
+def test_a_rules_engine_that_does_not_exist_stops_the_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("VEREDITO_RULES_ENGINE", "fast")
+    out = tmp_path / "v.jsonl"
+    assert main(["run", str(EXAMPLES), "--judge", "rules", "--out", str(out)]) == 2
+    assert "invalid setting rules_engine" in capsys.readouterr().err
+    assert not out.exists()  # nothing judged with an engine nobody asked for
+    monkeypatch.setenv("VEREDITO_RULES_ENGINE", " RE ")  # as the scan reads it: case and spaces
+    assert main(["run", str(EXAMPLES), "--judge", "rules", "--out", str(out)]) == 0
+
+
 def test_secrets_and_answers_stay_out_of_logs(
     llm_server: ServerThread,
     tmp_path: Path,

@@ -28,6 +28,16 @@ class Settings(BaseSettings):
     judge: Literal["auto", "llm", "rules"] = "auto"
     prompts: Annotated[tuple[str, ...], NoDecode] = ("claims", "faithfulness")
     cross_check: Literal["flag", "override", "off"] = "flag"
+    # the rules judge's pattern scan and where its compiled form is kept: worker/rules/scan.py
+    # reads the same variables (the rules judge is also a library); here a wrong value stops
+    # the command at start-up, naming the variable, instead of a warning at the first scan
+    rules_engine: Literal["auto", "hyperscan", "re"] = Field(
+        default="auto", description="the rules judge's pattern scan: hyperscan when installed"
+    )
+    rules_cache: str | None = Field(
+        default=None,
+        description="directory for the compiled scan, or off (default ~/.cache/veredito)",
+    )
 
     llm_base_url: str | None = Field(
         default=None, validation_alias=AliasChoices("VEREDITO_LLM_BASE_URL", "OPENAI_BASE_URL")
@@ -287,6 +297,11 @@ class Settings(BaseSettings):
         if unknown or not value:
             raise ValueError(f"prompts must be a comma-separated subset of {','.join(NAMES)}")
         return tuple(dict.fromkeys(value))
+
+    @field_validator("rules_engine", mode="before")
+    @classmethod
+    def _engine_name(cls, value: object) -> object:
+        return (value.strip().lower() or "auto") if isinstance(value, str) else value
 
     @field_validator("llm_base_url")
     @classmethod

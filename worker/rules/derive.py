@@ -234,9 +234,9 @@ def derive(
                     return Derivation("×", (show(unit, a), f"{k:g}"))
                 if _close(a / k, value, unit):
                     return Derivation("÷", (show(unit, a), f"{k:g}"))
-            for k, m in fractions:  # "8/12 de R$ 2.400"
-                if _close(a * k / m, value, unit):
-                    return Derivation("×", (show(unit, a), f"{k:g}/{m:g}"))
+            for part, whole in fractions:  # "8/12 de R$ 2.400"
+                if _close(a * part / whole, value, unit):
+                    return Derivation("×", (show(unit, a), f"{part:g}/{whole:g}"))
     if unit not in ("date", "daymonth") and computes and CUES_TOTAL.search(cues):
         listed = [
             v
@@ -287,8 +287,8 @@ def derive(
         days = [date.fromordinal(int(d)) for d in pools.get("date", [])[:POOL]]
         for first, second in itertools.combinations(days, 2):
             early, late = min(first, second), max(first, second)
-            months = (late.year - early.year) * 12 + late.month - early.month
-            if unit in ("duration:month", "number") and _close(months, value, unit):
+            between = (late.year - early.year) * 12 + late.month - early.month
+            if unit in ("duration:month", "number") and _close(between, value, unit):
                 return Derivation("meses entre", (early.isoformat(), late.isoformat()))
             if unit in ("duration:day", "number") and _close((late - early).days, value, unit):
                 return Derivation("dias entre", (early.isoformat(), late.isoformat()))

@@ -311,7 +311,7 @@ def _with_context(
 
 
 def _best_chunk(stems: Sequence[str], mention_keys: set[str], ctx: ContextIndex) -> int | None:
-    best, best_score = None, 0.0
+    best, best_score = None, 0
     wanted = set(stems)
     for i, (keys, chunk_stems) in enumerate(zip(ctx.chunk_keys, ctx.chunk_stems, strict=True)):
         score = 3 * len(mention_keys & keys) + len(wanted & chunk_stems)

@@ -459,7 +459,7 @@ def _active() -> _Re | _Hyperscan:
         with _LOCK:
             if _ACTIVE is None:
                 wanted = os.environ.get(ENGINE_VARIABLE, "auto").strip().lower() or "auto"
-                if wanted not in (*ENGINES, "auto"):
+                if wanted != "auto" and wanted not in ENGINES:
                     log.warning("%s=%s is not one of auto, hyperscan, re: using auto",
                                 ENGINE_VARIABLE, wanted)  # fmt: skip
                     wanted = "auto"
