@@ -28,15 +28,11 @@ class Settings(BaseSettings):
     judge: Literal["auto", "llm", "rules"] = "auto"
     prompts: Annotated[tuple[str, ...], NoDecode] = ("claims", "faithfulness")
     cross_check: Literal["flag", "override", "off"] = "flag"
-    # the rules judge's pattern scan and where its compiled form is kept: worker/rules/scan.py
-    # reads the same variables (the rules judge is also a library); here a wrong value stops
-    # the command at start-up, naming the variable, instead of a warning at the first scan
+    # the rules judge's pattern scan: worker/rules/scan.py reads the same variable (the rules
+    # judge is also a library; so does VEREDITO_RULES_CACHE, any directory); here a wrong value
+    # stops the command at start-up, naming it, instead of a warning at the first scan
     rules_engine: Literal["auto", "hyperscan", "re"] = Field(
         default="auto", description="the rules judge's pattern scan: hyperscan when installed"
-    )
-    rules_cache: str | None = Field(
-        default=None,
-        description="directory for the compiled scan, or off (default ~/.cache/veredito)",
     )
 
     llm_base_url: str | None = Field(
