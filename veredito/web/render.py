@@ -23,16 +23,11 @@ __all__ = ["CATEGORY_LABELS", "CSP", "VERDICT_LABELS"]
 log = logging.getLogger(__name__)
 
 CITED_BUDGET = 200_000  # characters of cited excerpts on one answer's page
-
-
 CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'"
 )
-
-
 CSP_SCRIPT = CSP.replace("style-src 'self';", "style-src 'self'; script-src 'self';")
-
 
 VERDICT_LABELS = {
     "grounded": "apoiada",
@@ -40,16 +35,12 @@ VERDICT_LABELS = {
     "invented": "inventada",
     "contradicted": "contradiz o contexto",
 }
-
-
 VERDICT_PLURAL = {
     "grounded": "apoiadas",
     "partial": "parciais",
     "invented": "inventadas",
     "contradicted": "contradizem o contexto",
 }
-
-
 CATEGORY_LABELS = {
     "LEI": "Lei",
     "CNPJ_CPF_RG": "CNPJ/CPF/RG",
@@ -59,23 +50,15 @@ CATEGORY_LABELS = {
     "GEOGRAFIA_BR": "Lugar",
     "GENERICA": "Genérica",
 }
-
-
 STATUS_LABELS = {"ok": "avaliada", "rejected": "rejeitada", "failed": "falhou"}
-
-
 FINDING_LABELS = {
     "absent_from_context": "ausente do contexto",
     "conflicts_with_context": "conflita com o contexto",
     "invalid_check_digit": "dígito verificador inválido",
     "derived": "calculado a partir do contexto",
 }
-
-
 CONFIDENCES = (("", "qualquer"), ("0.5", "≥ 0,5"), ("0.8", "≥ 0,8 (seguras)"),
                ("0.95", "≥ 0,95"))  # fmt: skip
-
-
 PERIODS = (("1h", "última hora"), ("24h", "últimas 24 h"), ("7d", "últimos 7 dias"),
            ("30d", "últimos 30 dias"), ("", "todo o período"))  # fmt: skip
 

@@ -20,8 +20,6 @@ from veredito.web.reviewing import Reviewer
 __all__ = ["SESSION_COOKIE", "Session", "session_cookie", "session_of", "viewer"]
 
 SESSION_COOKIE = "veredito_sessao"
-
-
 SESSION_SECONDS = 12 * 3600
 
 
