@@ -20,6 +20,7 @@ __all__ = [
     "StoreUnavailable",
     "VerdictRow",
     "app_of",
+    "marks",
     "parse_when",
     "rows_of",
     "sample_key",
@@ -27,6 +28,11 @@ __all__ = [
 ]
 
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def marks(n: int) -> str:
+    """``n`` query placeholders, comma-separated (each dialect rewrites ``%s`` its way)."""
+    return ", ".join(["%s"] * n)
 
 
 class StoreError(Exception):

@@ -19,15 +19,13 @@ import logging
 import re
 import sqlite3
 import threading
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from veredito.labels import Label, collector_paused
 from veredito.store.base import (
     ClaimRow,
     Filters,
@@ -35,13 +33,21 @@ from veredito.store.base import (
     StoreError,
     StoreUnavailable,
     VerdictRow,
+    marks,
     parse_when,
     rows_of,
     sample_key,
     timestamp,
 )
+from veredito.store.labelling import LabelQueries
 
-__all__ = ["SCHEMA_VERSION", "AmbiguousId", "SQLStore", "migrations", "open_sql_store"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "AmbiguousId",
+    "SQLStore",
+    "migrations",
+    "open_sql_store",
+]
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +112,7 @@ class AmbiguousId(LookupError):
         self.apps = apps
 
 
-class SQLStore:
+class SQLStore(LabelQueries):
     """Shared by both dialects; subclasses say how to connect and how to insert a batch."""
 
     dialect = ""
@@ -398,349 +404,6 @@ class SQLStore:
             "by_verdict": {str(k): int(n) for k, n in sorted(by_verdict)},
         }
 
-    # -- labels (spec §16) -----------------------------------------------------------------------
-    def _tx(self, conn: Any) -> Any:
-        raise NotImplementedError
-
-    def _bool_out(self, value: Any) -> bool | None:
-        return None if value is None else bool(value)
-
-    def add_labels(
-        self, app: str, verdict_id: str, reviewer: str, labels: Sequence[Label]
-    ) -> dict[str, Any] | None:
-        """Append one submission's labels; the stored submission, or None when the store has no
-        verdict (app, id). One transaction: all its rows or none."""
-        submission = uuid.uuid4().hex
-        created = timestamp(datetime.now(UTC))
-        rows = [
-            (submission, app, verdict_id, label.kind, label.claim_idx, reviewer, created,
-             label.correct, label.verdict, label.category, label.text, label.hallucinated,
-             label.note)
-            for label in labels
-        ]  # fmt: skip
-        with self._using() as conn, self._tx(conn):
-            found = conn.execute(
-                self.sql("SELECT 1 FROM verdicts WHERE app = %s AND id = %s"), (app, verdict_id)
-            ).fetchone()
-            if found is None:
-                return None
-            insert = self.sql(f"INSERT INTO labels ({_LABEL_COLUMNS}) VALUES ({_marks(13)})")
-            if self.dialect == "sqlite":
-                conn.executemany(insert, rows)
-            else:
-                with conn.cursor() as cur:
-                    cur.executemany(insert, rows)
-        return _submission(
-            submission,
-            app,
-            verdict_id,
-            reviewer,
-            created,
-            [dict(zip(_LABEL_KEYS, (None, *r), strict=True)) for r in rows],
-        )
-
-    def _label_rows(self, conn: Any, where: str, params: Sequence[Any]) -> list[dict[str, Any]]:
-        found = conn.execute(
-            self.sql(f"SELECT l.id, {_LABEL_COLUMNS_L} FROM labels l {where} ORDER BY l.id"),
-            params,
-        ).fetchall()
-        out = []
-        times: dict[Any, str] = {}  # a submission's rows share one created_at: format it once
-        for row in found:
-            item = dict(zip(_LABEL_KEYS, row, strict=True))
-            for key in ("correct", "hallucinated"):
-                item[key] = self._bool_out(item[key])
-            created = item["created_at"]
-            text = times.get(created)
-            if text is None:
-                text = times[created] = self._time(created)
-            item["created_at"] = text
-            out.append(item)
-        return out
-
-    def labels_of(self, app: str, verdict_id: str) -> list[dict[str, Any]]:
-        """Every label row of one answer, oldest first."""
-        with self._using() as conn:
-            return self._label_rows(
-                conn, "WHERE l.app = %s AND l.verdict_id = %s", (app, verdict_id)
-            )
-
-    def labelled(
-        self, filters: Filters, judge: str | None = None
-    ) -> list[tuple[dict[str, Any], list[dict[str, Any]], float]]:
-        """(verdict, its label rows, sample key) of every labelled answer the filters keep
-        (``judge``: the verdict's judge kind, llm or rules)."""
-        where, params = self._where(filters)
-        if judge is not None:
-            where.append("v.judge_kind = %s")
-            params.append(judge)
-        has_labels = "EXISTS (SELECT 1 FROM labels l WHERE l.app = v.app AND l.verdict_id = v.id)"
-        clause = " AND ".join([*where, has_labels])
-        with collector_paused(), self._using() as conn:
-            verdicts = conn.execute(
-                self.sql(
-                    f"SELECT v.app, v.id, v.body, v.sample_key FROM verdicts v WHERE {clause}"
-                ),
-                params,
-            ).fetchall()
-            # the join keeps labelled answers only: no EXISTS (PostgreSQL planned it as a second
-            # hash semi-join over every label, twice the time at 140,000 labels)
-            rows = self._label_rows(
-                conn,
-                "JOIN verdicts v ON v.app = l.app AND v.id = l.verdict_id"
-                + (f" WHERE {' AND '.join(where)}" if where else ""),
-                params,
-            )
-            by_answer: dict[tuple[str, str], list[dict[str, Any]]] = {}
-            for row in rows:
-                by_answer.setdefault((row["app"], row["verdict_id"]), []).append(row)
-            return [
-                (self._body(body), by_answer.get((app, verdict_id), []),
-                 float(key) if key is not None else sample_key(app, verdict_id))
-                for app, verdict_id, body, key in verdicts
-            ]  # fmt: skip
-
-    def labelled_keys(
-        self, filters: Filters, judge: str | None = None
-    ) -> list[tuple[str, str, float, int, int]]:
-        """(app, id, sample key, newest label id, label rows) of every labelled answer the
-        filters keep: enough to tell which answers' labels changed since last asked."""
-        where, params = self._where(filters)
-        if judge is not None:
-            where.append("v.judge_kind = %s")
-            params.append(judge)
-        clause = f"WHERE {' AND '.join(where)}" if where else ""
-        with self._using() as conn:
-            found = conn.execute(
-                self.sql(
-                    "SELECT v.app, v.id, v.sample_key, MAX(l.id), COUNT(*) FROM verdicts v "
-                    f"JOIN labels l ON l.app = v.app AND l.verdict_id = v.id {clause} "
-                    "GROUP BY v.app, v.id, v.sample_key"
-                ),
-                params,
-            ).fetchall()
-        return [
-            (str(app), str(verdict_id),
-             float(key) if key is not None else sample_key(app, verdict_id), int(last), int(n))
-            for app, verdict_id, key, last, n in found
-        ]  # fmt: skip
-
-    def labelled_answers(
-        self, keys: Sequence[tuple[str, str]]
-    ) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
-        """(verdict, its label rows) of the answers ``keys`` name ((app, id) pairs)."""
-        out: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
-        with collector_paused(), self._using() as conn:
-            for start in range(0, len(keys), 400):
-                part = keys[start : start + 400]
-                pairs = " OR ".join(["(v.app = %s AND v.id = %s)"] * len(part))
-                flat = [x for pair in part for x in pair]
-                bodies = conn.execute(
-                    self.sql(f"SELECT v.app, v.id, v.body FROM verdicts v WHERE {pairs}"), flat
-                ).fetchall()
-                rows = self._label_rows(
-                    conn,
-                    "JOIN verdicts v ON v.app = l.app AND v.id = l.verdict_id WHERE "
-                    + pairs.replace("v.app", "l.app").replace("v.id", "l.verdict_id"),
-                    flat,
-                )
-                by_answer: dict[tuple[str, str], list[dict[str, Any]]] = {}
-                for row in rows:
-                    by_answer.setdefault((row["app"], row["verdict_id"]), []).append(row)
-                out += [
-                    (self._body(body), by_answer.get((str(app), str(verdict_id)), []))
-                    for app, verdict_id, body in bodies
-                ]
-        return out
-
-    def label_counts(self) -> dict[str, int]:
-        """Label rows by app."""
-        with self._using() as conn:
-            found = conn.execute("SELECT app, COUNT(*) FROM labels GROUP BY app").fetchall()
-        return {str(app): int(n) for app, n in found}
-
-    def next_for_review(
-        self,
-        reviewer: str,
-        app: str | None,
-        *,
-        share: float,
-        teach_every: int = 4,
-        lease_seconds: float = 900.0,
-    ) -> tuple[str, str, str] | None:
-        """The next answer for ``reviewer`` (``(app, id, reason)``, recorded as served to them),
-        or None when none is left. Answers of the uniform slice (``sample_key < share``) come
-        in key order — a random order — and every ``teach_every``-th answer is one chosen to
-        teach (a hallucinated answer outside the slice, the rarest category among the labels
-        first). Never an answer this reviewer was served, one anybody labelled, or one served to
-        another reviewer in the last ``lease_seconds``."""
-        now = datetime.now(UTC)
-        lease = timestamp(now - timedelta(seconds=lease_seconds))
-        with self._using() as conn:
-            served = conn.execute(
-                self.sql("SELECT COUNT(*) FROM review_served WHERE reviewer = %s"), (reviewer,)
-            ).fetchone()[0]
-            teach_first = teach_every > 0 and int(served) % teach_every == teach_every - 1
-            order = ("teach", "uniform") if teach_first else ("uniform", "teach")
-            chosen = None
-            for kind in order:
-                chosen = self._uniform(conn, reviewer, app, share, lease) if kind == "uniform" \
-                    else self._teach(conn, reviewer, app, share, lease)  # fmt: skip
-                if chosen is not None:
-                    break
-            if chosen is None:
-                return None
-            with self._tx(conn):
-                conn.execute(
-                    self.sql(
-                        "INSERT INTO review_served (reviewer, app, verdict_id, reason, served_at) "
-                        f"VALUES (%s, %s, %s, %s, {self._time_param()}) "
-                        "ON CONFLICT (reviewer, app, verdict_id) DO NOTHING"
-                    ),
-                    (reviewer, chosen[0], chosen[1], chosen[2], timestamp(now)),
-                )
-        return chosen
-
-    def _not_taken(self) -> str:
-        return (
-            "v.status = 'ok' "
-            "AND NOT EXISTS (SELECT 1 FROM labels l WHERE l.app = v.app AND l.verdict_id = v.id) "
-            "AND NOT EXISTS (SELECT 1 FROM review_served s WHERE s.app = v.app "
-            f"AND s.verdict_id = v.id AND (s.reviewer = %s OR s.served_at > {self._time_param()}))"
-        )
-
-    def _uniform(
-        self, conn: Any, reviewer: str, app: str | None, share: float, lease: str
-    ) -> tuple[str, str, str] | None:
-        scope = "v.app = %s AND " if app is not None else ""
-        params: list[Any] = [app] if app is not None else []
-        row = conn.execute(
-            self.sql(
-                f"SELECT v.app, v.id FROM verdicts v WHERE {scope}v.sample_key < %s AND "
-                f"{self._not_taken()} ORDER BY v.sample_key LIMIT 1"
-            ),
-            (*params, share, reviewer, lease),
-        ).fetchone()
-        return None if row is None else (str(row[0]), str(row[1]), "uniform")
-
-    def _teach(
-        self, conn: Any, reviewer: str, app: str | None, share: float, lease: str
-    ) -> tuple[str, str, str] | None:
-        scope = "v.app = %s AND " if app is not None else ""
-        params: list[Any] = [app] if app is not None else []
-        rows = conn.execute(
-            self.sql(
-                f"SELECT v.app, v.id, v.categories, v.body FROM verdicts v WHERE {scope}"
-                f"v.sample_key >= %s AND v.hallucinated AND {self._not_taken()} "
-                "ORDER BY v.evaluated_at DESC LIMIT 50"
-            ),
-            (*params, share, reviewer, lease),
-        ).fetchall()
-        if not rows:
-            return None
-        labelled: dict[str, int] = {}
-        # grouped by the column, not COALESCE(…): PostgreSQL counts from labels_category alone
-        for category, count in conn.execute(
-            "SELECT category, COUNT(*) FROM labels WHERE kind <> 'answer' GROUP BY category"
-        ).fetchall():
-            name = "GENERICA" if category is None else str(category)
-            labelled[name] = labelled.get(name, 0) + int(count)
-        best: tuple[tuple[int, int], tuple[str, str, str]] | None = None
-        for position, (row_app, row_id, categories, body) in enumerate(rows):
-            verdict = self._body(body)
-            sure = verdict.get("hallucination_confidence")
-            if _judges_disagree(verdict):
-                rank, reason = (0, position), "judges_disagree"
-            elif isinstance(sure, int | float) and LOW_CONFIDENCE[0] <= sure < LOW_CONFIDENCE[1]:
-                rank, reason = (1, position), "low_confidence"
-            else:
-                cats = str(categories or "GENERICA").split()
-                rarest = min(cats, key=lambda c: (int(labelled.get(c, 0)), c))
-                rank, reason = (
-                    (2 + int(labelled.get(rarest, 0)), position),
-                    f"rare_category:{rarest}",
-                )
-            if best is None or rank < best[0]:
-                best = (rank, (str(row_app), str(row_id), reason))
-        return None if best is None else best[1]
-
-
-# a hallucination the judge is this unsure of teaches the most (spec §17's confidence)
-LOW_CONFIDENCE = (0.35, 0.75)
-_LABEL_COLUMNS = (
-    "submission, app, verdict_id, kind, claim_idx, reviewer, created_at, correct, verdict, "
-    "category, text, hallucinated, note"
-)
-_LABEL_COLUMNS_L = ", ".join(f"l.{c.strip()}" for c in _LABEL_COLUMNS.split(","))
-_LABEL_KEYS = ("id", *(c.strip() for c in _LABEL_COLUMNS.split(",")))
-
-
-def _marks(n: int) -> str:
-    return ", ".join(["%s"] * n)
-
-
-def _judges_disagree(verdict: dict[str, Any]) -> bool:
-    """The LLM called a claim grounded that the rules' cross-check found a problem in."""
-    judge = _dict(verdict.get("judge"))
-    if judge.get("kind") != "llm":
-        return False
-    claims = [c for c in verdict.get("claims") or [] if isinstance(c, dict)]
-    for finding in verdict.get("rule_findings") or []:
-        if not isinstance(finding, dict) or finding.get("kind") == "derived":
-            continue
-        idx = finding.get("claim_idx")
-        if (
-            isinstance(idx, int)
-            and 0 <= idx < len(claims)
-            and claims[idx].get("verdict") == "grounded"
-        ):
-            return True
-    return False
-
-
-def _submission(
-    submission: str, app: str, verdict_id: str, reviewer: str, created: str,
-    rows: list[dict[str, Any]],
-) -> dict[str, Any]:  # fmt: skip
-    """A stored submission as the API shows it (its rows folded back into one object)."""
-    answer = next((r for r in rows if r["kind"] == "answer"), None)
-    return {
-        "submission": submission,
-        "app": app,
-        "verdict_id": verdict_id,
-        "reviewer": reviewer,
-        "created_at": created,
-        "claims": [
-            {
-                "claim_idx": r["claim_idx"],
-                "correct": r["correct"],
-                "verdict": r["verdict"],
-                "category": r["category"],
-            }
-            for r in rows
-            if r["kind"] == "claim"
-        ],
-        "missed": [
-            {"text": r["text"], "category": r["category"], "verdict": r["verdict"]}
-            for r in rows
-            if r["kind"] == "missed"
-        ],
-        "hallucinated": answer["hallucinated"] if answer else None,
-        "note": answer["note"] if answer else None,
-    }
-
-
-def submissions(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Label rows grouped back into the submissions they came in, oldest first."""
-    grouped: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        grouped.setdefault(str(row["submission"]), []).append(row)
-    return [
-        _submission(key, str(r[0]["app"]), str(r[0]["verdict_id"]), str(r[0]["reviewer"]),
-                    str(r[0]["created_at"]), r)
-        for key, r in grouped.items()
-    ]  # fmt: skip
-
 
 class SQLiteStore(SQLStore):
     dialect = "sqlite"
@@ -802,16 +465,16 @@ class SQLiteStore(SQLStore):
             existing: set[tuple[str, str]] = set()
             for start in range(0, len(ids), 500):
                 part = ids[start : start + 500]
-                marks = ",".join("?" * len(part))
-                found = conn.execute(f"SELECT app, id FROM verdicts WHERE id IN ({marks})", part)
+                asked = ",".join("?" * len(part))
+                found = conn.execute(f"SELECT app, id FROM verdicts WHERE id IN ({asked})", part)
                 existing.update((r[0], r[1]) for r in found)
             new = [(row, claims) for row, claims in batch if (row[1], row[0]) not in existing]
             conn.executemany(
-                self.sql(f"INSERT INTO verdicts ({_VERDICT_COLUMNS}) VALUES ({_marks(13)})"),
+                self.sql(f"INSERT INTO verdicts ({_VERDICT_COLUMNS}) VALUES ({marks(13)})"),
                 [row for row, _ in new],
             )
             conn.executemany(
-                self.sql(f"INSERT INTO claims ({_CLAIM_COLUMNS}) VALUES ({_marks(9)})"),
+                self.sql(f"INSERT INTO claims ({_CLAIM_COLUMNS}) VALUES ({marks(9)})"),
                 [claim for _, claims in new for claim in claims],
             )
         return len(new)
@@ -912,7 +575,3 @@ def open_sql_store(url: str, *, migrate_to: int | None = None) -> SQLStore:
     if url.startswith("postgres:"):
         url = "postgresql:" + url.removeprefix("postgres:")
     return PostgresStore(url, migrate_to=migrate_to)
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}

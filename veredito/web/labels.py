@@ -34,7 +34,8 @@ from veredito.producer.ingest import (
 )
 from veredito.producer.serve import CONFIG, JsonError
 from veredito.store import SQLStore, StoreUnavailable, parse_when
-from veredito.store.sql import AmbiguousId, submissions
+from veredito.store.labelling import submissions
+from veredito.store.sql import AmbiguousId
 from veredito.web.reading import REVIEW, BadParameter, _api_grant, _clean, _filters
 from veredito.web.reviewing import (
     JUDGES,

@@ -32,7 +32,7 @@ from aiohttp import web
 
 from veredito.labels import MAX_LABEL_BYTES
 from veredito.store import StoreUnavailable
-from veredito.store.sql import submissions
+from veredito.store.labelling import submissions
 from veredito.web import render as pages
 from veredito.web.highlight import path_segment
 from veredito.web.reading import REVIEW, _call, _clean
