@@ -232,8 +232,8 @@ def _trusted(directory: Path) -> bool:
     would reach Hyperscan's deserialiser, so the directory must be this user's own and
     writable by nobody else (as ``ssh`` asks of ``~/.ssh``). A directory that does not exist
     yet is made so by :meth:`_Hyperscan._store`. Without POSIX owners (Windows): trusted."""
-    getuid = getattr(os, "getuid", None)
-    if getuid is None:
+    uid = _uid()
+    if uid is None:
         return True
     try:
         found = directory.lstat()
@@ -241,7 +241,7 @@ def _trusted(directory: Path) -> bool:
         return True
     except OSError:
         return False
-    if not stat.S_ISDIR(found.st_mode) or found.st_uid != getuid() or found.st_mode & 0o022:
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != uid or found.st_mode & 0o022:
         if directory not in _DISTRUSTED:
             _DISTRUSTED.add(directory)
             log.warning(
@@ -254,6 +254,12 @@ def _trusted(directory: Path) -> bool:
 
 
 _DISTRUSTED: set[Path] = set()  # warned of once per process
+
+
+def _uid() -> int | None:
+    """This process's user, None where files have no POSIX owner (Windows)."""
+    getuid = getattr(os, "getuid", None)
+    return None if getuid is None else int(getuid())
 
 
 def _collect(expression: int, _start: int, end: int, _flags: int, found: list[int]) -> None:
@@ -316,8 +322,7 @@ class _Hyperscan:
             return None
         try:
             with path.open("rb") as f:
-                getuid = getattr(os, "getuid", None)
-                if getuid is not None and os.fstat(f.fileno()).st_uid != getuid():
+                if _uid() not in (None, os.fstat(f.fileno()).st_uid):
                     raise ValueError("the file is another user's")
                 header = json.loads(f.readline())
                 for name, size in header["sizes"].items():
