@@ -297,3 +297,44 @@ def test_the_cached_agreement_follows_new_labels(tmp_path: Path) -> None:
         )
     finally:
         store.close()
+
+
+def test_the_label_routes_answer_503_while_the_store_is_away(pg_url: str, tmp_path: Path) -> None:
+    """A database that stops answering: each label route says so (503, ``store_unavailable``),
+    ``/healthz`` still answers, and the routes work again once the database is back."""
+    import psycopg
+
+    from tests.conftest import PG_ADMIN
+
+    verdicts = with_claims(judged_store(pg_url, tmp_path))
+    name = pg_url.rsplit("/", 1)[1]
+    env = {"VEREDITO_READ_TOKENS": READ, "VEREDITO_REVIEW_TOKENS": REVIEW}
+    verdict = verdicts[0]
+    app = verdict["metadata"].get("app", "")
+    labels = f"/v1/verdicts/{verdict['id']}/labels?app={app}"
+    body = {"claims": [{"claim_idx": 0, "correct": True}]}
+    asks = [
+        ("POST", labels, body, ANA),
+        ("GET", labels, None, READ),
+        ("GET", "/v1/review/next", None, ANA),
+        ("GET", "/v1/agreement", None, READ),
+    ]
+    with server(tmp_path, "--store", pg_url, **env) as s:
+        with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+            admin.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS false')
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                (name,),
+            )
+        try:
+            for method, path, payload, token in asks:
+                status, answer, _ = call(s.base, method, path, payload, token=token)
+                assert status == 503, (path, status, answer)
+                assert answer["error"]["code"] == "store_unavailable"
+            assert call(s.base, "GET", "/healthz", token=None)[0] == 200
+        finally:
+            with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
+                admin.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS true')
+        for method, path, payload, token in asks:
+            status, answer, _ = call(s.base, method, path, payload, token=token)
+            assert status in (200, 201, 204), (path, status, answer)

@@ -36,7 +36,7 @@ from veredito.producer.serve import CONFIG, JsonError
 from veredito.store import SQLStore, StoreUnavailable, parse_when
 from veredito.store.labelling import submissions
 from veredito.store.sql import AmbiguousId
-from veredito.web.reading import REVIEW, BadParameter, _api_grant, _clean, _filters
+from veredito.web.reading import REVIEW, BadParameter, _api_grant, _call, _clean, _filters
 from veredito.web.reviewing import (
     JUDGES,
     Reviewer,
@@ -76,10 +76,8 @@ def _json(status: int, payload: dict[str, Any]) -> web.Response:
     return web.json_response(payload, status=status)
 
 
-async def _in_thread(request: web.Request, fn: Any, *args: Any) -> Any:
-
-    review = request.app[REVIEW]
-    return await asyncio.get_running_loop().run_in_executor(review.executor, fn, *args)
+def _store_away() -> web.Response:
+    return _json(503, _error("store_unavailable", "the verdict store cannot be reached"))
 
 
 def _reviewer_or_refusal(request: web.Request) -> Reviewer | web.Response:
@@ -131,11 +129,11 @@ async def post_labels(request: web.Request) -> web.Response:
     body = await read_label_body(request)
     review = request.app[REVIEW]
     try:
-        status, payload = await _in_thread(
+        status, payload = await _call(
             request, submit, review.store, reviewer, app, verdict_id, body
         )
     except StoreUnavailable:
-        return _json(503, _error("store_unavailable", "the verdict store cannot be reached"))
+        return _store_away()
     if status == 201:
         review.metrics.labels.labels(str(payload["app"])).inc(
             len(payload["claims"]) + len(payload["missed"])
@@ -175,11 +173,11 @@ async def get_labels(request: web.Request) -> web.Response:
     verdict_id = _clean("id", request.match_info["id"])
     app = _target_app(request, grant.app)
     try:
-        status, payload = await _in_thread(
+        status, payload = await _call(
             request, _labels_view, request.app[REVIEW].store, app, verdict_id, grant.app
         )
     except StoreUnavailable:
-        return _json(503, _error("store_unavailable", "the verdict store cannot be reached"))
+        return _store_away()
     return _json(status, payload)
 
 
@@ -194,14 +192,14 @@ async def review_next(request: web.Request) -> web.Response:
             return _json(403, _error("forbidden", "this review token reviews only its own app"))
         app = reviewer.app
     try:
-        found = await _in_thread(
+        found = await _call(
             request,
             lambda: review.store.next_for_review(
                 reviewer.name, app, share=review.sample_share, teach_every=review.teach_every
             ),
         )
     except StoreUnavailable:
-        return _json(503, _error("store_unavailable", "the verdict store cannot be reached"))
+        return _store_away()
     if found is None:
         return web.Response(status=204)
     return _json(200, {"app": found[0], "id": found[1], "reason": found[2]})
@@ -218,7 +216,7 @@ async def get_agreement(request: web.Request) -> web.Response:
     if judge is not None and judge not in JUDGES:
         raise BadParameter("judge", f"{judge!r} is not one of {', '.join(JUDGES)}")
     try:
-        result = await _in_thread(
+        result = await _call(
             request,
             agreement_of,
             review.store,
@@ -228,7 +226,7 @@ async def get_agreement(request: web.Request) -> web.Response:
             review.agreements,
         )
     except StoreUnavailable:
-        return _json(503, _error("store_unavailable", "the verdict store cannot be reached"))
+        return _store_away()
     return _json(200, result)
 
 
