@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import CancelledError
 from typing import Any
 
@@ -183,21 +185,55 @@ def publisher() -> Publisher:
     return value
 
 
-@signals.worker_init.connect
-def _start(**_: Any) -> None:
-    current = settings()
-    port = current.metrics_port
+class StartupFailed(RuntimeError):
+    """One or more of the worker's start-up steps failed (each is named)."""
+
+
+def run_startup(steps: list[tuple[str, Callable[[], Any]]]) -> None:
+    """Run every start-up step, the ones after a failed step too (each failure logged with its
+    step's name), then :class:`StartupFailed` naming the failed ones: a failure never skips the
+    rest silently, and never leaves a half-started worker behind."""
+    failed = []
+    for name, step in steps:
+        try:
+            step()
+        except Exception as exc:
+            log.critical("worker start-up: %s failed (%s: %s)", name, type(exc).__name__, exc)
+            failed.append(f"{name}: {exc}")
+    if failed:
+        raise StartupFailed("; ".join(failed))
+
+
+def _serve_metrics() -> None:
+    port = settings().metrics_port
     if port:
         checks = {"/healthz": health().problem, "/readyz": health().unready}
         metrics().serve(port, checks=checks)
         log.info("metrics on :%d/metrics, health on /healthz and /readyz", port)
-    runtime()
-    publisher()  # connects and declares the verdicts and dead-letter queues
+
+
+def _lease_liveness() -> None:
     # Redis: the consumer's lease is renewed only while the worker works (its event loop runs
     # and it has a broker connection, as /healthz says); a stuck worker's triples go to others.
     from veredito.worker.redis_transport import set_liveness
 
     set_liveness(lambda: health().problem() is None)
+
+
+@signals.worker_init.connect
+def _start(**_: Any) -> None:
+    """The worker's start-up: the metrics port, the runtime, the verdict publisher (it connects
+    and declares the verdicts and dead-letter queues), the Redis lease's liveness. Celery logs
+    and swallows an exception from a signal handler, so a failure stops the process here."""
+    try:
+        run_startup(
+            [("metrics", _serve_metrics), ("runtime", runtime), ("publisher", publisher),
+             ("liveness", _lease_liveness)]
+        )  # fmt: skip
+    except StartupFailed as exc:
+        log.critical("the worker stops: its start-up failed: %s", exc)
+        print(f"veredito worker: start-up failed: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
 
 
 def done_marks() -> DoneMarks | None:

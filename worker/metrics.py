@@ -8,6 +8,7 @@ multiprocess mode is needed.  The port also answers the worker's health checks
 
 from __future__ import annotations
 
+import errno
 import socket
 import threading
 from collections import Counter as Tally
@@ -27,6 +28,19 @@ LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 3
 REQUEST_BUCKETS = (0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1, 1.5, 2, 3, 5, 8, 13, 20, 30, 60)
 REPAIR_KINDS = ("fence", "prose", "syntax", "category", "chunk_idx", "empty_claim", "unicode")
 _CATEGORY_LABELS = frozenset((*CATEGORIES, "none"))
+
+
+class MetricsPortError(OSError):
+    """The metrics port cannot be listened on (another worker on the host has it, most often);
+    the message names the settings that choose it."""
+
+    def __init__(self, port: int, cause: OSError) -> None:
+        reason = "is in use" if cause.errno == errno.EADDRINUSE else f"cannot be used ({cause})"
+        super().__init__(
+            f"metrics port {port} {reason}: give each process on this host its own "
+            "(VEREDITO_METRICS_PORT or --metrics-port)"
+        )
+        self.port = port
 
 
 class Metrics:
@@ -223,7 +237,10 @@ class Metrics:
             return iter([body])
 
         server_class = _ServerV6 if ":" in addr else _Server
-        httpd = make_server(addr, port, app, server_class, handler_class=_QuietHandler)
+        try:
+            httpd = make_server(addr, port, app, server_class, handler_class=_QuietHandler)
+        except OSError as exc:
+            raise MetricsPortError(port, exc) from None
         thread = threading.Thread(target=httpd.serve_forever, name="veredito-metrics", daemon=True)
         thread.start()
 

@@ -8,6 +8,7 @@ import argparse
 import asyncio
 import logging
 import os
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -28,7 +29,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     from veredito.producer.reader import read_lines
     from veredito.worker.judges import JudgeNotConfigured
-    from veredito.worker.metrics import Metrics
+    from veredito.worker.metrics import Metrics, MetricsPortError
     from veredito.worker.run import run_lines
 
     stream = input_stream(args.input)
@@ -38,7 +39,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         app_label_limit=settings.app_label_limit, alert_confidence=settings.alert_confidence
     )
     if settings.metrics_port:
-        metrics.serve(settings.metrics_port)
+        try:
+            metrics.serve(settings.metrics_port)
+        except MetricsPortError as exc:
+            print(f"veredito: {exc}", file=sys.stderr)
+            return 2
     total = None
     if args.input != "-":
         with Path(args.input).open("rb") as f:
@@ -194,6 +199,17 @@ def _follow(args: argparse.Namespace, settings: Settings, mapper: Mapper | None)
     return 0
 
 
+def port_free(port: int) -> bool:
+    """Whether a TCP port can be listened on, on every address, as the metrics server does."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
+
+
 def worker(args: argparse.Namespace, settings: Settings) -> int:
     from veredito.producer import topology
     from veredito.worker.celery_app import app, configure
@@ -205,6 +221,13 @@ def worker(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     if settings.metrics_port is None:
         settings = settings.model_copy(update={"metrics_port": 9808})
+    if settings.metrics_port and not port_free(settings.metrics_port):
+        print(
+            f"veredito: the metrics port {settings.metrics_port} is in use: give each worker on "
+            "this host its own (--metrics-port or VEREDITO_METRICS_PORT)",
+            file=sys.stderr,
+        )
+        return 2
     configure(settings)
     app.worker_main(
         [
