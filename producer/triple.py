@@ -220,7 +220,18 @@ def check_metadata(metadata: object, line: int | None = None) -> dict[str, Any]:
     problem = _json_problem(metadata, 1)
     if problem is not None:
         raise InvalidTriple("metadata", problem, line)
+    app = metadata.get("app")
+    if isinstance(app, str):
+        if app != app.strip():
+            raise InvalidTriple("metadata.app", f"{app!r} has leading or trailing whitespace", line)
+        if _APP_CONTROL.search(app):
+            raise InvalidTriple("metadata.app", "contains a control character", line)
     return metadata
+
+
+# an app's name is matched exactly everywhere (the store, ?app=, tokens, metrics): a space at
+# either end or a control character would make an app nobody can name
+_APP_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def _json_problem(value: object, depth: int) -> str | None:

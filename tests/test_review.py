@@ -85,7 +85,13 @@ def reading(store_url: str, *extra: str, **env_extra: str) -> Iterator[str]:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
-        assert process.returncode == 0, process.stderr.read()
+            process.wait()
+        if process.returncode != 0:
+            try:  # serve's spawned helpers may hold its stderr open: never wait on them
+                err = process.communicate(timeout=5)[1]
+            except subprocess.TimeoutExpired:
+                err = "(stderr still held open by serve's helper processes)"
+            raise AssertionError(f"serve exited with {process.returncode}: {err}")
 
 
 def get(base: str, path: str, token: str | None = "leitura-1-7a4c2e9b0f", basic: bool = False

@@ -382,3 +382,69 @@ def test_a_reviewer_labels_an_answer_with_the_keyboard_alone(
         ]
     finally:
         browser.delete_all_cookies()
+
+
+ATTACK_PAGE = """<!doctype html><meta charset="utf-8"><title>promoção</title>
+<p>Uma página de outra porta do mesmo host: o mesmo site para o navegador (SameSite).</p>
+{images}
+<form id="f" method="post" action="{site}/sair"><input name="csrf" value="{zeros}"></form>
+<script>
+let left = {count};
+for (const img of document.images) {{
+  img.onerror = img.onload = () => {{ if (--left === 0) document.getElementById("f").submit(); }};
+}}
+</script>
+"""
+
+
+def test_a_same_site_page_neither_empties_the_queue_nor_signs_the_reviewer_out(
+    browser: Any, reviewing_site: tuple[str, str], tmp_path: Path
+) -> None:
+    """Found (issue 27): six <img> tags on a same-site page emptied a reviewer's queue (GET
+    /revisar/proxima took answers), and POST /sair from a foreign Origin logged them out."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    site, _ = reviewing_site
+    page = ATTACK_PAGE.format(
+        site=site,
+        zeros="0" * 64,
+        count=6,
+        images="\n".join(f'<img src="{site}/revisar/proxima?n={n}">' for n in range(6)),
+    ).encode()
+
+    class Attacker(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    attacker = ThreadingHTTPServer(("127.0.0.1", 0), Attacker)
+    threading.Thread(target=attacker.serve_forever, daemon=True).start()
+    browser.delete_all_cookies()
+    try:
+        browser.get(site + "/entrar")
+        press(browser, ANA, Keys.ENTER)
+        wait(browser, lambda d: urlsplit(d.current_url).path == "/", "the list after signing in")
+        browser.get(f"http://127.0.0.1:{attacker.server_address[1]}/")
+        wait(browser, lambda d: urlsplit(d.current_url).path == "/sair", "the forged sign-out")
+        assert "Origem recusada" in browser.page_source  # 403: a foreign Origin
+        browser.get(site + "/")
+        header = browser.find_element(By.CSS_SELECTOR, "header.top").text
+        assert "Revisor: ana" in header  # still signed in
+    finally:
+        attacker.shutdown()
+    # the six GETs took nothing: the queue still hands this reviewer all three answers
+    served = set()
+    for _ in range(3):
+        status, found, _ = call(site, "GET", "/v1/review/next", token=ANA)
+        assert status == 200, found
+        served.add(found["id"])
+    assert served == {"sac-101", "sac-102", "sac-103"}

@@ -147,14 +147,18 @@ def test_signing_in_sets_a_strict_httponly_cookie_without_the_token(site: str) -
     assert ANA not in header and ANA.split("-")[-1] not in header
     cookie = header.split(";")[0]
 
-    behind_tls = send(site, "POST", "/entrar", {"token": ANA}, X_Forwarded_Proto="https")[2]
+    behind_tls = send(
+        site, "POST", "/entrar", {"token": ANA, "encerrar": "0"}, X_Forwarded_Proto="https"
+    )[2]  # encerrar=0: this sign-in keeps the session above
     assert "Secure" in (behind_tls.getheader("Set-Cookie") or "")
 
     status, page, _ = send(site, "GET", "/?period=", cookie=cookie)
     assert status == 200 and "Revisor: <bdi>ana</bdi>" in page
-    assert 'href="/revisar/proxima"' in page and "Próxima para revisar" in page
-    key, expiry, mac = cookie.partition("=")[2].split(".")
-    forged = f"veredito_sessao={key}.{int(expiry) + 3600}.{mac}"  # a longer session, unsigned
+    assert 'action="/revisar/proxima"' in page and "Próxima para revisar" in page
+    key, generation, expiry, mac = cookie.partition("=")[2].split(".")
+    forged = f"veredito_sessao={key}.{generation}.{int(expiry) + 3600}.{mac}"  # longer, unsigned
+    assert send(site, "GET", "/", cookie=forged)[0] == 401
+    forged = f"veredito_sessao={key}.{int(generation) + 1}.{expiry}.{mac}"  # another generation
     assert send(site, "GET", "/", cookie=forged)[0] == 401
 
     status, _, response = send(site, "POST", "/sair", {"csrf": "0" * 64}, cookie=cookie)
@@ -264,7 +268,7 @@ def test_a_reviewer_of_one_app_cannot_label_another(site: str) -> None:
     assert send(site, "POST", "/verdicts/rh-1/rotulos", form, caio)[0] == 404  # his app forced
     assert labels_of(site, "rh-1", "rh-bot") == []
     assert send(site, "GET", "/verdicts/rh-1?app=rh-bot", cookie=caio)[0] == 404  # nor read it
-    assert send(site, "GET", "/revisar/proxima?app=rh-bot", cookie=caio)[0] == 403
+    assert next_answer(site, caio, "rh-bot")[0] == 403
     # a reviewer of every app has the form there; a reader (Basic) reads it without one
     page = send(site, "GET", "/verdicts/rh-1?app=rh-bot", cookie=sign_in(site, ANA))[1]
     assert 'id="rotular"' in page
@@ -297,27 +301,33 @@ def test_the_json_api_ignores_the_session_cookie(site: str) -> None:
     assert labels_of(site, "sac-1", "sac-bot") == []
 
 
+def next_answer(base: str, cookie: str, app: str = "") -> tuple[int, str, Any]:
+    """What the "Próxima para revisar" button does: its page's CSRF, then the POST."""
+    status, page, _ = send(base, "GET", "/revisar/proxima", cookie=cookie)
+    assert status == 200, status
+    return send(base, "POST", "/revisar/proxima", {"csrf": csrf_of(page), "app": app}, cookie)
+
+
 def test_the_queue_goes_through_every_answer_then_says_so(site: str) -> None:
     assert send(site, "GET", "/revisar/proxima")[2].getheader("Location") == "/entrar"
+    assert send(site, "POST", "/revisar/proxima", {})[2].getheader("Location") == "/entrar"
     cookie = sign_in(site, ANA)
     seen = set()
     for _ in ANSWERS:
-        status, _, response = send(site, "GET", "/revisar/proxima", cookie=cookie)
+        status, _, response = next_answer(site, cookie)
         location = response.getheader("Location") or ""
         assert status == 303 and "&motivo=uniform" in location, location
         seen.add(location.split("?")[0])
         page = send(site, "GET", location, cookie=cookie)[1]
         assert "Na fila de revisão por: <strong>amostra uniforme</strong>" in page
     assert seen == {"/verdicts/sac-1", "/verdicts/sac-2", "/verdicts/rh-1"}
-    status, page, _ = send(site, "GET", "/revisar/proxima", cookie=cookie)
+    status, page, _ = next_answer(site, cookie)
     assert status == 200 and "Não há mais respostas" in page
 
 
 def test_save_and_next_goes_on_through_the_same_queue(site: str) -> None:
     caio = sign_in(site, CAIO)
-    location = send(site, "GET", "/revisar/proxima?app=sac-bot", cookie=caio)[2].getheader(
-        "Location"
-    )
+    location = next_answer(site, caio, "sac-bot")[2].getheader("Location")
     assert location is not None and "fila=sac-bot" in location
     page = send(site, "GET", location, cookie=caio)[1]
     assert 'name="fila" value="sac-bot"' in page
@@ -326,11 +336,12 @@ def test_save_and_next_goes_on_through_the_same_queue(site: str) -> None:
     assert action is not None
     path = action.group(1).replace("&amp;", "&")
     status, _, response = send(site, "POST", path, form, caio)
-    assert status == 303
-    assert response.getheader("Location") == "/revisar/proxima?app=sac-bot&anterior=salva"
-    status, _, response = send(site, "GET", "/revisar/proxima?app=sac-bot&anterior=salva",
-                               cookie=caio)  # fmt: skip
-    assert status == 303 and "anterior=salva" in (response.getheader("Location") or "")
+    assert status == 303  # saved, and straight on to the next answer of the same queue
+    following = response.getheader("Location") or ""
+    assert following.startswith("/verdicts/") and following.split("?")[0] != location.split("?")[0]
+    assert "anterior=salva" in following and "fila=sac-bot" in following
+    page = send(site, "GET", following, cookie=caio)[1]
+    assert "Rótulos da resposta anterior salvos" in page
 
 
 def test_fuzzed_forms_and_cookies_never_give_a_500(site: str) -> None:

@@ -109,6 +109,14 @@ def _choice(value: Any, allowed: tuple[str, ...], where: str) -> str | None:
     return value
 
 
+def _unicode(text: str, where: str) -> None:
+    """A text a store can write: no lone surrogate (JSON's ``\\ud800`` has no UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise LabelError(where, "is not valid Unicode (a lone surrogate)") from None
+
+
 def parse_submission(body: Any, verdict: dict[str, Any]) -> Submission:
     """The labels of one ``POST /v1/verdicts/{id}/labels`` body, checked against the verdict it
     labels; :class:`LabelError` naming the field otherwise (nothing is stored then)."""
@@ -116,7 +124,8 @@ def parse_submission(body: Any, verdict: dict[str, Any]) -> Submission:
         raise LabelError("body", "must be a JSON object")
     unknown = sorted(set(body) - {"claims", "missed", "hallucinated", "note"})
     if unknown:
-        raise LabelError(unknown[0], "is not a field of a label")
+        name = unknown[0].encode("utf-8", "backslashreplace").decode("utf-8")
+        raise LabelError(name, "is not a field of a label")
     claims = [c for c in verdict.get("claims") or [] if isinstance(c, dict)]
     given = _dict(verdict.get("input"))
     answer = given.get("answer") if isinstance(given.get("answer"), str) else None
@@ -170,6 +179,7 @@ def parse_submission(body: Any, verdict: dict[str, Any]) -> Submission:
         text = item.get("text")
         if not isinstance(text, str) or not text.strip():
             raise LabelError(f"{where}.text", "must be the span's text")
+        _unicode(text, f"{where}.text")
         if answer is None:
             raise LabelError(f"{where}.text", "this verdict does not carry its answer")
         if text.strip() not in answer:
@@ -186,6 +196,7 @@ def parse_submission(body: Any, verdict: dict[str, Any]) -> Submission:
     if note is not None:
         if not isinstance(note, str):
             raise LabelError("note", "must be text")
+        _unicode(note, "note")
         if len(note) > MAX_NOTE:
             raise LabelError("note", f"at most {MAX_NOTE} characters")
         if "\x00" in note:

@@ -262,8 +262,24 @@ class Settings(BaseSettings):
     )
     session_secret: SecretStr | None = Field(
         default=None,
-        description="serve: key that signs the review page's session cookies (several serve "
-        "replicas need the same one); default a random key per process",
+        description="serve: key that signs the review page's session cookies, at least 16 "
+        "characters (several serve replicas need the same one); unset or empty: a random key "
+        "per process, and sessions end with it",
+    )
+    review_rate: float = Field(
+        default=1.0,
+        ge=0,
+        description="serve: label submissions a second each reviewer may make, past the burst "
+        "(429 with Retry-After beyond it); 0 turns the limit off",
+    )
+    review_burst: int = Field(
+        default=20, ge=1, description="serve: label submissions a reviewer may make at once"
+    )
+    review_max_submissions: int = Field(
+        default=20,
+        ge=1,
+        description="serve: submissions one reviewer may give one answer (409 past it; their "
+        "latest labels count)",
     )
     calibration: str | None = Field(
         default=None,
@@ -293,6 +309,24 @@ class Settings(BaseSettings):
         if unknown or not value:
             raise ValueError(f"prompts must be a comma-separated subset of {','.join(NAMES)}")
         return tuple(dict.fromkeys(value))
+
+    @field_validator("session_secret", mode="before")
+    @classmethod
+    def _empty_secret(cls, value: object) -> object:
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value()
+        return None if value == "" else value
+
+    @field_validator("session_secret")
+    @classmethod
+    def _long_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < 16:
+            raise ValueError(
+                "VEREDITO_SESSION_SECRET must be at least 16 characters (make one with "
+                "python -c 'import secrets; print(secrets.token_urlsafe(32))'), or empty for a "
+                "random key per process"
+            )
+        return value
 
     @field_validator("rules_engine", mode="before")
     @classmethod

@@ -18,7 +18,7 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     from veredito.producer.serve import IngestConfig
     from veredito.serving.guard import HostPolicy, serve_forever
     from veredito.web.app import make_app
-    from veredito.web.reviewing import ReviewTokens
+    from veredito.web.reviewing import ReviewTokens, WriteLimits
 
     tokens = settings.ingest_tokens.get_secret_value() if settings.ingest_tokens else None
     read_tokens = settings.read_tokens.get_secret_value() if settings.read_tokens else None
@@ -97,8 +97,16 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
             precision_floor=settings.review_precision_floor,
             min_labels=settings.review_min_labels,
         )
+        review.limits = WriteLimits(settings.review_rate, settings.review_burst)
+        review.max_submissions = settings.review_max_submissions
         if settings.session_secret is not None:
             review.session_secret = settings.session_secret.get_secret_value().encode()
+        elif reviewers:
+            log.warning(
+                "VEREDITO_SESSION_SECRET is not set: the review page's sessions are signed with "
+                "a random key of this process; they end when it restarts and do not span "
+                "replicas"
+            )
     try:
         app = make_app(config, review=review)
     except ValueError as exc:

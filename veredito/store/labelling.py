@@ -19,7 +19,15 @@ from veredito.store.base import (
     timestamp,
 )
 
-__all__ = ["LOW_CONFIDENCE", "LabelQueries", "submissions"]
+__all__ = ["LOW_CONFIDENCE", "LabelQueries", "TooManySubmissions", "submissions"]
+
+
+class TooManySubmissions(Exception):
+    """The reviewer has given an answer as many submissions as the cap allows."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__(cap)
+        self.cap = cap
 
 
 class LabelQueries:
@@ -55,10 +63,18 @@ class LabelQueries:
         return None if value is None else bool(value)
 
     def add_labels(
-        self, app: str, verdict_id: str, reviewer: str, labels: Sequence[Label]
+        self,
+        app: str,
+        verdict_id: str,
+        reviewer: str,
+        labels: Sequence[Label],
+        *,
+        max_submissions: int | None = None,
     ) -> dict[str, Any] | None:
         """Append one submission's labels; the stored submission, or None when the store has no
-        verdict (app, id). One transaction: all its rows or none."""
+        verdict (app, id). One transaction: all its rows or none. With ``max_submissions``,
+        :class:`TooManySubmissions` when the reviewer already gave the answer that many (the
+        verdict's row is locked meanwhile on PostgreSQL; SQLite writes one at a time)."""
         submission = uuid.uuid4().hex
         created = timestamp(datetime.now(UTC))
         rows = [
@@ -68,11 +84,23 @@ class LabelQueries:
             for label in labels
         ]  # fmt: skip
         with self._using() as conn, self._tx(conn):
+            lock = " FOR UPDATE" if self.dialect == "postgresql" else ""
             found = conn.execute(
-                self.sql("SELECT 1 FROM verdicts WHERE app = %s AND id = %s"), (app, verdict_id)
+                self.sql(f"SELECT 1 FROM verdicts WHERE app = %s AND id = %s{lock}"),
+                (app, verdict_id),
             ).fetchone()
             if found is None:
                 return None
+            if max_submissions is not None:
+                given = conn.execute(
+                    self.sql(
+                        "SELECT COUNT(DISTINCT submission) FROM labels "
+                        "WHERE app = %s AND verdict_id = %s AND reviewer = %s"
+                    ),
+                    (app, verdict_id, reviewer),
+                ).fetchone()[0]
+                if int(given) >= max_submissions:
+                    raise TooManySubmissions(max_submissions)
             insert = self.sql(f"INSERT INTO labels ({_LABEL_COLUMNS}) VALUES ({marks(13)})")
             if self.dialect == "sqlite":
                 conn.executemany(insert, rows)
@@ -113,6 +141,119 @@ class LabelQueries:
             return self._label_rows(
                 conn, "WHERE l.app = %s AND l.verdict_id = %s", (app, verdict_id)
             )
+
+    # -- bounded reads of one answer's labels (its page and the labels API) -------------------
+    def latest_labels(self, app: str, verdict_id: str) -> list[dict[str, Any]]:
+        """Each reviewer's latest label of each claim, and their latest answer-level
+        ``hallucinated``: what the form shows as theirs and the disagreements are made of; as
+        many rows as reviewers times claims, however many submissions there are."""
+        with self._using() as conn:
+            return self._label_rows(
+                conn,
+                "WHERE l.id IN (SELECT MAX(id) FROM labels WHERE app = %s AND verdict_id = %s "
+                "AND (kind = 'claim' OR (kind = 'answer' AND hallucinated IS NOT NULL)) "
+                "GROUP BY reviewer, kind, claim_idx)",
+                (app, verdict_id),
+            )
+
+    def latest_notes(self, app: str, verdict_id: str) -> list[dict[str, Any]]:
+        """The note and missed spans of each reviewer's latest submission that has either."""
+        with self._using() as conn:
+            return self._label_rows(
+                conn,
+                "WHERE l.app = %s AND l.verdict_id = %s AND (l.kind = 'missed' OR l.note IS NOT "
+                "NULL) AND l.submission IN (SELECT submission FROM labels WHERE id IN (SELECT "
+                "MAX(id) FROM labels WHERE app = %s AND verdict_id = %s AND (kind = 'missed' OR "
+                "note IS NOT NULL) GROUP BY reviewer))",
+                (app, verdict_id, app, verdict_id),
+            )
+
+    def submission_counts(self, app: str, verdict_id: str) -> dict[str, int]:
+        """How many submissions each reviewer gave one answer."""
+        with self._using() as conn:
+            found = conn.execute(
+                self.sql(
+                    "SELECT reviewer, COUNT(DISTINCT submission) FROM labels "
+                    "WHERE app = %s AND verdict_id = %s GROUP BY reviewer"
+                ),
+                (app, verdict_id),
+            ).fetchall()
+        return {str(reviewer): int(n) for reviewer, n in found}
+
+    def submissions_page(
+        self,
+        app: str,
+        verdict_id: str,
+        *,
+        after: int | None = None,
+        limit: int = 50,
+        newest_first: bool = False,
+    ) -> tuple[list[dict[str, Any]], int | None]:
+        """One page of an answer's submissions (each with its rows), oldest first or newest
+        first, past the submission whose first row is ``after``; and the cursor of the next
+        page (None on the last)."""
+        beyond = ("<" if newest_first else ">") if after is not None else ""
+        having = f" HAVING MIN(id) {beyond} %s" if beyond else ""
+        params: list[Any] = [app, verdict_id, *([after] if beyond else []), limit + 1]
+        with self._using() as conn:
+            firsts = conn.execute(
+                self.sql(
+                    "SELECT submission, MIN(id) FROM labels WHERE app = %s AND verdict_id = %s "
+                    f"GROUP BY submission{having} ORDER BY MIN(id) "
+                    f"{'DESC' if newest_first else 'ASC'} LIMIT %s"
+                ),
+                params,
+            ).fetchall()
+            page = firsts[:limit]
+            if not page:
+                return [], None
+            rows = self._label_rows(
+                conn,
+                f"WHERE l.app = %s AND l.verdict_id = %s AND l.submission IN ({marks(len(page))})",
+                (app, verdict_id, *(str(s) for s, _ in page)),
+            )
+        grouped: dict[str, list[dict[str, Any]]] = {str(s): [] for s, _ in page}
+        for row in rows:
+            grouped[str(row["submission"])].append(row)
+        items = submissions([r for s, _ in page for r in grouped[str(s)]])
+        return items, (int(page[-1][1]) if len(firsts) > limit else None)
+
+    def one_submission(self, app: str, verdict_id: str, submission: str) -> dict[str, Any] | None:
+        """One submission whole, or None."""
+        with self._using() as conn:
+            rows = self._label_rows(
+                conn,
+                "WHERE l.app = %s AND l.verdict_id = %s AND l.submission = %s",
+                (app, verdict_id, submission),
+            )
+        return submissions(rows)[0] if rows else None
+
+    # -- review sessions ---------------------------------------------------------------------
+    def session_generation(self, key: str) -> int:
+        """The generation a session key's cookies must carry (0 before any sign-out)."""
+        with self._using() as conn:
+            found = conn.execute(
+                self.sql("SELECT generation FROM review_sessions WHERE session_key = %s"), (key,)
+            ).fetchone()
+        return 0 if found is None else int(found[0])
+
+    def end_sessions(self, key: str) -> int:
+        """End every session of a key (its cookies, on every replica): the new generation."""
+        now = timestamp(datetime.now(UTC))
+        with self._using() as conn, self._tx(conn):
+            conn.execute(
+                self.sql(
+                    "INSERT INTO review_sessions (session_key, generation, changed_at) "
+                    f"VALUES (%s, 1, {self._time_param()}) ON CONFLICT (session_key) DO UPDATE "
+                    "SET generation = review_sessions.generation + 1, "
+                    "changed_at = excluded.changed_at"
+                ),
+                (key, now),
+            )
+            found = conn.execute(
+                self.sql("SELECT generation FROM review_sessions WHERE session_key = %s"), (key,)
+            ).fetchone()
+        return int(found[0])
 
     def labelled(
         self, filters: Filters, judge: str | None = None

@@ -32,6 +32,7 @@ from veredito.serving.heavy import HEAVY, HeavyPool
 from veredito.store import StoreUnavailable
 from veredito.web.labels import openapi_paths
 from veredito.web.reading import REVIEW, BadParameter, Review
+from veredito.web.render import _store_away_page
 from veredito.web.review import API_ROUTES, PAGE_ROUTES, add_routes, openapi_part
 from veredito.web.reviewing import ReviewMetrics
 
@@ -78,6 +79,15 @@ async def errors_and_metrics(
     except BadParameter as exc:
         status = 400
         raise JsonError(400, "invalid_parameter", str(exc)) from None
+    except StoreUnavailable:  # e.g. a page's session could not be checked
+        status = 503
+        log.warning("the store cannot be reached (%s)", route)
+        if request.path.startswith("/v1/"):
+            raise JsonError(
+                503, "store_unavailable", "the verdict store cannot be reached",
+                headers={"Retry-After": "5"},
+            ) from None  # fmt: skip
+        return _store_away_page()
     except web.HTTPRequestEntityTooLarge:
         status = 413
         limit = request.app[CONFIG].max_bytes

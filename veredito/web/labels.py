@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 from typing import Any
 
 from aiohttp import web
@@ -29,14 +30,19 @@ from aiohttp import web
 from veredito.labels import (
     MAX_LABEL_BYTES,
 )
-from veredito.producer.ingest import (
-    Grant,
-)
 from veredito.producer.serve import CONFIG, JsonError
 from veredito.store import SQLStore, StoreUnavailable, parse_when
-from veredito.store.labelling import submissions
 from veredito.store.sql import AmbiguousId
-from veredito.web.reading import REVIEW, BadParameter, _api_grant, _call, _clean, _filters
+from veredito.web.reading import (
+    REVIEW,
+    BadParameter,
+    _api_grant,
+    _call,
+    _clean,
+    _filters,
+    _limit,
+    app_parameter,
+)
 from veredito.web.reviewing import (
     JUDGES,
     Reviewer,
@@ -44,6 +50,7 @@ from veredito.web.reviewing import (
     _error,
     agreement_of,
     disagreements,
+    listed,
     refresh_precision,
     submit,
 )
@@ -53,7 +60,12 @@ __all__ = ["LABEL_ROUTES", "add_label_routes", "openapi_paths"]
 
 log = logging.getLogger(__name__)
 
-LABEL_ROUTES = ("/v1/verdicts/{id}/labels", "/v1/review/next", "/v1/agreement")
+LABEL_ROUTES = (
+    "/v1/verdicts/{id}/labels",
+    "/v1/verdicts/{id}/labels/{submission}",
+    "/v1/review/next",
+    "/v1/agreement",
+)
 
 
 # -- routes -------------------------------------------------------------------------------------
@@ -101,36 +113,46 @@ def _reviewer_or_refusal(request: web.Request) -> Reviewer | web.Response:
     )  # fmt: skip
 
 
-def _reader(request: web.Request) -> Grant | web.Response:
-    """A read grant from a read token, a review token (its app) or open reads."""
-
-    reviewer = request.app[REVIEW].reviewers.check(request.headers.get("Authorization"))
-    if reviewer is not None:
-        return Grant(app=reviewer.app)
-    return _api_grant(request)
-
-
 def _target_app(request: web.Request, forced: str | None) -> str | None:
+    """The app a request names: a scoped token's own, else ``?app=`` exactly as given."""
+    return forced if forced is not None else app_parameter(request.query)
 
-    if forced is not None:
-        return forced
-    if "app" in request.query:
-        return _clean("app", request.query["app"]).strip()
-    return None
+
+def _refused(review: Any, reviewer: Reviewer, reason: str) -> None:
+    review.metrics.refused.labels(reviewer.app if reviewer.app is not None else "*", reason).inc()
+
+
+def too_fast(review: Any, reviewer: Reviewer) -> float | None:
+    """The seconds this reviewer must wait before another label write (counted in the refusals
+    metric), or None: go ahead."""
+    wait: float | None = review.limits.take(reviewer.name)
+    if wait is not None:
+        _refused(review, reviewer, "rate")
+    return wait
+
+
+def retry_after(wait: float) -> str:
+    return str(max(1, math.ceil(wait)))
 
 
 async def post_labels(request: web.Request) -> web.Response:
     reviewer = _reviewer_or_refusal(request)
     if isinstance(reviewer, web.Response):
         return reviewer
-
+    review = request.app[REVIEW]
+    wait = too_fast(review, reviewer)
+    if wait is not None:  # before the body is read: a flood costs the server next to nothing
+        return web.json_response(
+            _error("too_many_requests", f"label writes are limited to {review.limits.rate:g} a "
+                   f"second per reviewer (VEREDITO_REVIEW_RATE); retry in {retry_after(wait)} s"),
+            status=429, headers={"Retry-After": retry_after(wait)},
+        )  # fmt: skip
     verdict_id = _clean("id", request.match_info["id"])
     app = _target_app(request, None)
     body = await read_label_body(request)
-    review = request.app[REVIEW]
     try:
         status, payload = await _call(
-            request, submit, review.store, reviewer, app, verdict_id, body
+            request, submit, review.store, reviewer, app, verdict_id, body, review.max_submissions
         )
     except StoreUnavailable:
         return _store_away()
@@ -142,12 +164,15 @@ async def post_labels(request: web.Request) -> web.Response:
         log.info(
             "labels stored", extra={"reviewer": reviewer.name, "submission": payload["submission"]}
         )
+    elif payload["error"]["code"] == "too_many_submissions":
+        _refused(review, reviewer, "cap")
     return _json(status, payload)
 
 
-def _labels_view(
+def _find(
     store: SQLStore, app: str | None, verdict_id: str, forced: str | None
-) -> tuple[int, dict[str, Any]]:
+) -> tuple[int, dict[str, Any]] | str:
+    """The app of a verdict a reader may see, or ``(status, error)``."""
     try:
         verdict = store.get(verdict_id, app)
     except AmbiguousId as exc:
@@ -156,29 +181,71 @@ def _labels_view(
         )
     if verdict is None or (forced is not None and _app_of(verdict) != forced):
         return 404, _error("not_found", "no verdict with this id")
-    rows = store.labels_of(_app_of(verdict), verdict_id)
+    return _app_of(verdict)
+
+
+def _labels_view(
+    store: SQLStore, app: str | None, verdict_id: str, forced: str | None, after: int | None,
+    limit: int,
+) -> tuple[int, dict[str, Any]]:  # fmt: skip
+    found = _find(store, app, verdict_id, forced)
+    if not isinstance(found, str):
+        return found
+    page, next_after = store.submissions_page(found, verdict_id, after=after, limit=limit)
     return 200, {
         "verdict_id": verdict_id,
-        "app": _app_of(verdict),
-        "labels": submissions(rows),
-        "disagreements": disagreements(rows),
+        "app": found,
+        "labels": [listed(s) for s in page],
+        "next_cursor": None if next_after is None else str(next_after),
+        "disagreements": disagreements(store.latest_labels(found, verdict_id)),
     }
 
 
-async def get_labels(request: web.Request) -> web.Response:
-    grant = _reader(request)
+def _submission_view(
+    store: SQLStore, app: str | None, verdict_id: str, forced: str | None, submission: str
+) -> tuple[int, dict[str, Any]]:
+    found = _find(store, app, verdict_id, forced)
+    if not isinstance(found, str):
+        return found
+    whole = store.one_submission(found, verdict_id, submission)
+    if whole is None:
+        return 404, _error("not_found", "no submission with this id for this answer")
+    return 200, whole
+
+
+def cursor_parameter(query: Any) -> int | None:
+    raw = _clean("cursor", str(query.get("cursor", ""))).strip()
+    if not raw:
+        return None
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
+        raise BadParameter("cursor", "not a cursor this server gave")
+    return int(raw)
+
+
+async def _labels_read(request: web.Request, view: Any, *extra: Any) -> web.Response:
+    """A read of an answer's labels: ``view(store, app, id, forced app, *extra)`` in a worker
+    thread, for a read or review token."""
+    grant = _api_grant(request)
     if isinstance(grant, web.Response):
         return grant
-
     verdict_id = _clean("id", request.match_info["id"])
     app = _target_app(request, grant.app)
+    store = request.app[REVIEW].store
     try:
-        status, payload = await _call(
-            request, _labels_view, request.app[REVIEW].store, app, verdict_id, grant.app
-        )
+        status, payload = await _call(request, view, store, app, verdict_id, grant.app, *extra)
     except StoreUnavailable:
         return _store_away()
     return _json(status, payload)
+
+
+async def get_labels(request: web.Request) -> web.Response:
+    after = cursor_parameter(request.query)
+    return await _labels_read(request, _labels_view, after, _limit(request.query))
+
+
+async def get_submission(request: web.Request) -> web.Response:
+    submission = _clean("submission", request.match_info["submission"])
+    return await _labels_read(request, _submission_view, submission)
 
 
 async def review_next(request: web.Request) -> web.Response:
@@ -206,7 +273,7 @@ async def review_next(request: web.Request) -> web.Response:
 
 
 async def get_agreement(request: web.Request) -> web.Response:
-    grant = _reader(request)
+    grant = _api_grant(request)
     if isinstance(grant, web.Response):
         return grant
 
@@ -255,6 +322,7 @@ async def precision_loop(app: web.Application) -> None:
 def add_label_routes(app: web.Application) -> None:
     app.router.add_post("/v1/verdicts/{id}/labels", post_labels)
     app.router.add_get("/v1/verdicts/{id}/labels", get_labels)
+    app.router.add_get("/v1/verdicts/{id}/labels/{submission}", get_submission)
     app.router.add_get("/v1/review/next", review_next)
     app.router.add_get("/v1/agreement", get_agreement)
     task: dict[str, asyncio.Task[None]] = {}
@@ -339,20 +407,56 @@ def openapi_paths() -> dict[str, Any]:
                     "401": error("missing or unknown token"),
                     "403": error("not a review token, or one for another app"),
                     "404": error("no verdict with this id"),
-                    "409": error("several apps have a verdict with this id: name one with app"),
+                    "409": error(
+                        "several apps have a verdict with this id (name one with app), or "
+                        "this reviewer gave it VEREDITO_REVIEW_MAX_SUBMISSIONS submissions"
+                    ),
                     "413": error("a label body over 64 KiB"),
+                    "429": error(
+                        "over VEREDITO_REVIEW_RATE for this reviewer; see Retry-After "
+                        "(nothing read, nothing stored)"
+                    ),
                 },
             },
             "get": {
-                "summary": "Every reviewer's labels of one answer, and where they disagree",
+                "summary": "An answer's submissions, oldest first, a page at a time (notes cut "
+                "to 1,000 characters, 10 missed spans each), and where reviewers' latest labels "
+                "disagree",
                 "security": read,
-                "parameters": [ident, app],
+                "parameters": [
+                    ident,
+                    app,
+                    query("limit", "submissions a page, 1 to 500 (default 50)"),
+                    query("cursor", "next_cursor of the previous page"),
+                ],
                 "responses": {
-                    "200": {"description": "labels and disagreements", **obj},
+                    "200": {"description": "labels, next_cursor and disagreements", **obj},
+                    "400": error("a parameter is invalid (named in the message)"),
                     "401": error("missing or unknown token"),
                     "404": error("no verdict with this id"),
                 },
             },
+        },
+        "/v1/verdicts/{id}/labels/{submission}": {
+            "get": {
+                "summary": "One submission whole (its note and every missed span)",
+                "security": read,
+                "parameters": [
+                    ident,
+                    {
+                        "name": "submission",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "string"},
+                    },
+                    app,
+                ],
+                "responses": {
+                    "200": {"description": "the submission", **obj},
+                    "401": error("missing or unknown token"),
+                    "404": error("no verdict, or no submission, with this id"),
+                },
+            }
         },
         "/v1/review/next": {
             "get": {

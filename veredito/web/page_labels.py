@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -35,15 +36,16 @@ from veredito.store import StoreUnavailable
 from veredito.store.labelling import submissions
 from veredito.web import render as pages
 from veredito.web.highlight import path_segment
-from veredito.web.reading import REVIEW, _call, _clean
-from veredito.web.reviewing import disagreements, submit
+from veredito.web.labels import _refused, cursor_parameter, retry_after, too_fast
+from veredito.web.reading import REVIEW, BadParameter, _call, _clean, app_parameter
+from veredito.web.reviewing import disagreements, listed, submit
 from veredito.web.session import (
     SESSION_COOKIE,
     SESSION_SECONDS,
     Session,
     _equal,
     may_label,
-    queue_link,
+    queue_form,
     session_cookie,
     session_of,
     viewer,
@@ -59,8 +61,18 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-PAGE_LABEL_ROUTES = ("/entrar", "/sair", "/verdicts/{id}/rotulos", "/revisar/proxima")
+PAGE_LABEL_ROUTES = (
+    "/entrar",
+    "/sair",
+    "/verdicts/{id}/rotulos",
+    "/verdicts/{id}/envios",
+    "/revisar/proxima",
+)
 MAX_FORM_FIELDS = 1000
+MAX_QUEUE = 256  # characters of a queue's app name (fila)
+NOTE_ON_PAGE = 500  # characters of a note the answer page and its history show
+MISSED_ON_PAGE = 5  # missed spans of a submission they show
+HISTORY_PAGE = 20  # submissions a history page shows
 FORM = "application/x-www-form-urlencoded"
 REASONS = {
     "uniform": "amostra uniforme",
@@ -167,6 +179,7 @@ MESSAGES = (
     ("is not grounded", "um trecho apontado não pode ser «apoiada»"),
     ("at most", "é longo demais"),
     ("contains a NUL character", "contém um caractere NUL"),
+    ("is not valid Unicode", "não é Unicode válido"),
     (
         "says nothing",
         "nada a salvar: marque uma afirmação, aponte um trecho, diga se há alucinação ou escreva "
@@ -215,39 +228,69 @@ def _said(row: dict[str, Any]) -> str:
     return "errada" + (f" → {instead}" if instead else "")
 
 
+def queue_parameter(value: Any) -> str:
+    """The ``fila`` of a form or link (the app whose queue the reviewer walks), as given:
+    :class:`~veredito.web.reading.BadParameter` for a control character or more than
+    :data:`MAX_QUEUE` characters."""
+    queue = _clean("fila", str(value or ""))
+    if len(queue) > MAX_QUEUE:
+        raise BadParameter("fila", f"at most {MAX_QUEUE} characters (an app's name)")
+    return queue
+
+
+def _listed_notes(grouped: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Submissions as the page lists them (notes and missed spans cut)."""
+    return [
+        {
+            "reviewer": s["reviewer"],
+            "created_at": s["created_at"],
+            "note": s["note"],
+            "note_truncated": s["note_truncated"],
+            "missed": s["missed"],
+            "missed_more": s["missed_count"] - len(s["missed"]),
+            "claims": len(s["claims"]),
+            "wrong": sum(1 for c in s["claims"] if not c["correct"]),
+            "hallucinated": s["hallucinated"],
+        }
+        for s in (listed(x, NOTE_ON_PAGE, MISSED_ON_PAGE) for x in grouped)
+    ]
+
+
 def page_context(
     verdict: dict[str, Any],
-    rows: list[dict[str, Any]],
+    labels: AnswerLabels,
     session: Session | None,
     query: Any,
     form: dict[str, str] | None = None,
     error: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     """The answer page's reviewer parts: the labelling form (for a reviewer of this app, with
-    their latest labels chosen, or what they just sent), the reviewers' notes and missed spans,
-    why the queue chose this answer, and whether the last save worked."""
+    their latest labels chosen, or what they just sent), each reviewer's latest note and missed
+    spans (the older submissions behind a paged link), why the queue chose this answer, and
+    whether the last save worked. Everything here is bounded by reviewers times claims,
+    however many submissions the answer has."""
     app = pages._row(verdict)["app"]
+    verdict_id = pages._row(verdict)["id"]
     me = session.reviewer.name if session is not None else None
-    mine = [r for r in rows if r["reviewer"] == me]
-    notes = [
-        {
-            "reviewer": s["reviewer"],
-            "created_at": s["created_at"],
-            "note": s["note"],
-            "missed": s["missed"],
-        }
-        for s in submissions(rows)
-        if (s["note"] or s["missed"]) and (me is None or mine)
-    ]
-    queue = _clean("fila", str(query.get("fila", ""))).strip()
+    mine = me is not None and labels.counts.get(me, 0) > 0
+    visible = me is None or mine
+    notes = sorted(_listed_notes(submissions(labels.notes)), key=lambda n: str(n["created_at"]))
+    queue = queue_parameter(query.get("fila", ""))
+    total = sum(labels.counts.values())
     context: dict[str, Any] = {
         "labelling": None,
-        "notes": notes,
-        "notes_hidden": me is not None and not mine and any(r["reviewer"] != me for r in rows),
+        "notes": notes if visible else [],
+        "notes_hidden": me is not None and not mine and any(r != me for r in labels.counts),
+        "history": {
+            "link": f"/verdicts/{path_segment(verdict_id)}/envios?{urlencode({'app': app})}",
+            "submissions": total,
+        }
+        if visible and total > len(notes)
+        else None,
         "reason": reason_label(str(query.get("motivo", ""))),
         "saved": query.get("salvo") == "1",
         "previous_saved": query.get("anterior") == "salva",
-        "next_link": queue_link(queue) if session is not None else None,
+        "next_form": queue_form(session, queue),
         "form_error": None
         if error is None
         else {
@@ -265,7 +308,9 @@ def page_context(
         {"choice": "", "verdict": "", "category": "", "others": []} for _ in range(count)
     ]
     hallucinated = ""
-    for row in mine:  # oldest first: the latest wins
+    for row in labels.latest:  # each reviewer's latest label of each claim
+        if row["reviewer"] != me:
+            continue
         idx = row["claim_idx"]
         if row["kind"] == "claim" and isinstance(idx, int) and 0 <= idx < count:
             wrong = not row["correct"]
@@ -276,7 +321,7 @@ def page_context(
             )
         elif row["kind"] == "answer" and row["hallucinated"] is not None:
             hallucinated = "sim" if row["hallucinated"] else "nao"
-    for item in disagreements(rows):
+    for item in disagreements(labels.latest):
         idx = item["claim_idx"]
         said = item["reviewers"]
         if item["kind"] != "claim" or me not in said or not 0 <= idx < count:
@@ -304,7 +349,6 @@ def page_context(
             "category": form.get("missed-category", "GENERICA"),
             "verdict": form.get("missed-verdict", "invented"),
         }
-    verdict_id = pages._row(verdict)["id"]
     assert session is not None
     context["labelling"] = {
         "action": f"/verdicts/{path_segment(verdict_id)}/rotulos?{urlencode({'app': app})}",
@@ -316,6 +360,24 @@ def page_context(
         "missed": missed,
     }
     return context
+
+
+@dataclass(frozen=True)
+class AnswerLabels:
+    """What an answer's page reads of its labels: bounded, however many there are."""
+
+    latest: list[dict[str, Any]]  # each reviewer's latest label of each claim (and answer)
+    notes: list[dict[str, Any]]  # each reviewer's latest submission with a note or missed span
+    counts: dict[str, int]  # submissions by reviewer
+
+
+def answer_labels(store: Any, app: str, verdict_id: str) -> AnswerLabels:
+    """The three bounded reads of an answer's labels (from a worker thread)."""
+    return AnswerLabels(
+        store.latest_labels(app, verdict_id),
+        store.latest_notes(app, verdict_id),
+        store.submission_counts(app, verdict_id),
+    )
 
 
 # -- routes -------------------------------------------------------------------------------------
@@ -359,13 +421,15 @@ async def sign_in_page(request: web.Request) -> web.Response:
         return _off()
     return pages._render(
         "signin.html",
-        viewer=viewer(session_of(request)),
+        viewer=viewer(await session_of(request)),
         error=None,
         left=request.query.get("saiu") == "1",
     )
 
 
 async def sign_in(request: web.Request) -> web.Response:
+    """A review token gets a session; unless the form says ``encerrar`` other than ``1`` (the
+    page's checkbox, ticked by default), the older sessions of that token end first."""
     review = request.app[REVIEW]
     if not review.reviewers:
         return _off()
@@ -385,9 +449,15 @@ async def sign_in(request: web.Request) -> web.Response:
             left=False,
             error="Token de revisão inválido. Confira o token e tente de novo.",
         )
-    value = session_cookie(
-        review.session_secret, review.reviewers.session_key(reviewer), time.time()
-    )
+    key = review.reviewers.session_key(reviewer, review.session_secret)
+    try:
+        if form.get("encerrar", "1") == "1":
+            generation = await _call(request, review.store.end_sessions, key)
+        else:
+            generation = await _call(request, review.store.session_generation, key)
+    except StoreUnavailable:
+        return pages._store_away_page()
+    value = session_cookie(review.session_secret, key, generation, time.time())
     response = _redirect("/")
     response.set_cookie(
         SESSION_COOKIE,
@@ -403,18 +473,37 @@ async def sign_in(request: web.Request) -> web.Response:
 
 
 async def sign_out(request: web.Request) -> web.Response:
-    session = session_of(request)
+    """Ends every session of the reviewer's token on the server (the store's generation moves
+    on: every replica, every restart), then clears the cookie."""
+    if not _same_origin(request):
+        return _page("Origem recusada", "Saia pela página deste servidor.", 403)
+    session = await session_of(request)
     try:
         form = await read_form(request)
     except FormError as exc:
         return _page("Formulário inválido", str(exc), exc.status)
-    if session is not None and not _equal(form.get("csrf", ""), session.csrf):
-        return _forged()
+    if session is not None:
+        if not _equal(form.get("csrf", ""), session.csrf):
+            return _forged()
+        await _call(request, request.app[REVIEW].store.end_sessions, session.key)
+        log.info("a reviewer signed out", extra={"reviewer": session.reviewer.name})
     response = _redirect("/entrar?saiu=1")
     response.del_cookie(
         SESSION_COOKIE, path="/", httponly=True, samesite="Strict", secure=_https(request)
     )
     return response
+
+
+async def _signed_form(request: web.Request, session: Session) -> dict[str, str] | web.Response:
+    """The form of a signed-in reviewer's POST with its CSRF token checked; else the page that
+    refuses it (nothing is done)."""
+    try:
+        form = await read_form(request)
+    except FormError as exc:
+        return _page("Formulário inválido", str(exc), exc.status)
+    if not _equal(form.get("csrf", ""), session.csrf):
+        return _forged()
+    return form
 
 
 def _forged() -> web.Response:
@@ -434,32 +523,46 @@ def _count(review: Any, payload: dict[str, Any]) -> None:
     )
 
 
+def _slow_down(wait: float) -> web.Response:
+    return _page(
+        "Devagar",
+        f"Muitos envios seguidos; nada foi salvo. Tente de novo em {retry_after(wait)} s.",
+        429,
+        **{"Retry-After": retry_after(wait)},
+    )
+
+
 async def post_labels(request: web.Request) -> web.Response:
     review = request.app[REVIEW]
-    session = session_of(request)
+    session = await session_of(request)
     if session is None:
         return _page(
             "Entre para rotular",
             "Só um revisor que entrou (em /entrar) rotula respostas; nada foi salvo.",
             403,
         )
-    try:
-        form = await read_form(request)
-    except FormError as exc:
-        return _page("Formulário inválido", str(exc), exc.status)
-    if not _equal(form.get("csrf", ""), session.csrf):
-        return _forged()
-    verdict_id = _clean("id", request.match_info["id"])
-    app = _clean("app", request.query["app"]).strip() if "app" in request.query else None
-    body, numbers = form_body(form)
+    form = await _signed_form(request, session)
+    if isinstance(form, web.Response):
+        return form
     reviewer = session.reviewer
+    # every field is checked before anything is written: a 400 stores nothing
+    try:
+        verdict_id = _clean("id", request.match_info["id"])
+        app = app_parameter(request.query)
+        queue = queue_parameter(form.get("fila", ""))
+    except BadParameter as exc:
+        return _page("Formulário inválido", f"{exc}; nada foi salvo.", 400)
+    wait = too_fast(review, reviewer)
+    if wait is not None:
+        return _slow_down(wait)
+    body, numbers = form_body(form)
     try:
         status, payload = await _call(
-            request, submit, review.store, reviewer, app, verdict_id, body
-        )
+            request, submit, review.store, reviewer, app, verdict_id, body,
+            review.max_submissions,
+        )  # fmt: skip
     except StoreUnavailable:
         return pages._store_away_page()
-    queue = _clean("fila", form.get("fila", "")).strip()
     if status == 201:
         _count(review, payload)
         log.info(
@@ -467,7 +570,7 @@ async def post_labels(request: web.Request) -> web.Response:
             extra={"reviewer": reviewer.name, "submission": payload["submission"]},
         )
         if form.get("acao") == "proxima":
-            return _redirect(queue_link(queue, anterior="salva"))
+            return await _next_answer(request, session, queue, saved=True)
         extra = {"fila": queue} if queue else {}
         query = urlencode({"app": payload["app"], "salvo": "1", **extra})
         return _redirect(f"/verdicts/{path_segment(verdict_id)}?{query}#rotulos")
@@ -483,6 +586,13 @@ async def post_labels(request: web.Request) -> web.Response:
             404: "Nenhum veredito com este id; nada foi salvo.",
             409: "Mais de uma aplicação tem este id: escolha uma na lista.",
         }
+        if payload["error"]["code"] == "too_many_submissions":
+            _refused(review, reviewer, "cap")
+            titles[409] = "Envios demais"
+            words[409] = (
+                f"Você já enviou {review.max_submissions} vezes rótulos desta resposta, o máximo "
+                "(VEREDITO_REVIEW_MAX_SUBMISSIONS); os últimos valem. Nada foi salvo."
+            )
         return _page(titles.get(status, "Erro"), words.get(status, message), status)
     field, _, said = message.partition(": ")
     error = page_error(field, said, numbers)
@@ -491,25 +601,25 @@ async def post_labels(request: web.Request) -> web.Response:
         verdict = await _call(request, review.store.get, verdict_id, where)
         if verdict is None:  # gone since submit() read it
             return _page("Veredito não encontrado", "Nenhum veredito com este id.", 404)
-        rows = await _call(request, review.store.labels_of, pages._row(verdict)["app"], verdict_id)
+        labels = await _call(
+            request, answer_labels, review.store, pages._row(verdict)["app"], verdict_id
+        )
     except StoreUnavailable:
         return pages._store_away_page()
-    context = page_context(verdict, rows, session, {"fila": queue}, form=form, error=error)
+    context = page_context(verdict, labels, session, {"fila": queue}, form=form, error=error)
     response: web.Response = await _call(
         request, pages._verdict_page, verdict, 400, session, context
     )
     return response
 
 
-async def review_next(request: web.Request) -> web.Response:
+async def _next_answer(
+    request: web.Request, session: Session, queue: str, saved: bool = False
+) -> web.Response:
+    """Take the reviewer's next answer from the queue (a state change: POST only): ``303`` to
+    it, or the page that says the queue is dry."""
     review = request.app[REVIEW]
-    if not review.reviewers:
-        return _off()
-    session = session_of(request)
-    if session is None:
-        return _redirect("/entrar")
     reviewer = session.reviewer
-    queue = _clean("app", request.query.get("app", "")).strip()
     app: str | None = queue or None
     if reviewer.app is not None:
         if app is not None and app != reviewer.app:
@@ -530,7 +640,6 @@ async def review_next(request: web.Request) -> web.Response:
         )
     except StoreUnavailable:
         return pages._store_away_page()
-    saved = request.query.get("anterior") == "salva"
     if found is None:
         where = f" da aplicação «{app}»" if app else ""
         return pages._render(
@@ -540,6 +649,7 @@ async def review_next(request: web.Request) -> web.Response:
             title="Nada para revisar",
             message=("Rótulos salvos. " if saved else "")
             + f"Não há mais respostas{where} para revisar agora. Volte mais tarde.",
+            next_form=queue_form(session, queue),
         )
     found_app, found_id, reason = found
     query = {"app": found_app, "motivo": reason}
@@ -550,12 +660,89 @@ async def review_next(request: web.Request) -> web.Response:
     return _redirect(f"/verdicts/{path_segment(found_id)}?{urlencode(query)}")
 
 
+async def review_next_page(request: web.Request) -> web.Response:
+    """``GET /revisar/proxima?app=``: changes nothing (a link, an ``<img>``, a prefetch must not
+    take answers from the queue); a page with the button that does, a POST with the CSRF."""
+    review = request.app[REVIEW]
+    if not review.reviewers:
+        return _off()
+    session = await session_of(request)
+    if session is None:
+        return _redirect("/entrar")
+    try:
+        queue = queue_parameter(request.query.get("app", ""))
+    except BadParameter as exc:
+        return _page("Parâmetro inválido", str(exc), 400)
+    return pages._render(
+        "error.html",
+        200,
+        viewer=viewer(session),
+        title="Próxima para revisar",
+        message="Pegue a próxima resposta da fila de revisão"
+        + (f" da aplicação «{queue}»." if queue else "."),
+        next_form=queue_form(session, queue),
+    )
+
+
+async def review_next(request: web.Request) -> web.Response:
+    """``POST /revisar/proxima`` (form: ``csrf``, ``app``): the next answer of the queue."""
+    review = request.app[REVIEW]
+    if not review.reviewers:
+        return _off()
+    if not _same_origin(request):
+        return _page("Origem recusada", "Use os botões das páginas deste servidor.", 403)
+    session = await session_of(request)
+    if session is None:
+        return _redirect("/entrar")
+    form = await _signed_form(request, session)
+    if isinstance(form, web.Response):
+        return form
+    try:
+        queue = queue_parameter(form.get("app", ""))
+    except BadParameter as exc:
+        return _page("Formulário inválido", str(exc), 400)
+    return await _next_answer(request, session, queue)
+
+
+async def history(request: web.Request, grant: Any, verdict: dict[str, Any]) -> web.Response:
+    """``GET /verdicts/{id}/envios?app=&cursor=``: every submission of an answer, newest first,
+    :data:`HISTORY_PAGE` a page, notes and missed spans cut as in every list."""
+    review = request.app[REVIEW]
+    session = await session_of(request)
+    app, verdict_id = pages._row(verdict)["app"], pages._row(verdict)["id"]
+    after = cursor_parameter(request.query)
+    counts = await _call(request, review.store.submission_counts, app, verdict_id)
+    me = session.reviewer.name if session is not None else None
+    hidden = me is not None and counts.get(me, 0) == 0 and bool(counts)
+    items: list[dict[str, Any]] = []
+    next_after = None
+    if not hidden:
+        page, next_after = await _call(
+            request, review.store.submissions_page, app, verdict_id, after=after,
+            limit=HISTORY_PAGE, newest_first=True,
+        )  # fmt: skip
+        items = _listed_notes(page)
+    base = f"/verdicts/{path_segment(verdict_id)}/envios?"
+    return pages._render(
+        "history.html",
+        viewer=viewer(session),
+        sign_in=bool(review.reviewers),
+        row=pages._row(verdict),
+        back=f"/verdicts/{path_segment(verdict_id)}?{urlencode({'app': app})}",
+        items=items,
+        hidden=hidden,
+        total=sum(counts.values()),
+        older=base + urlencode({"app": app, "cursor": next_after}) if next_after else None,
+    )
+
+
 def add_page_label_routes(app: web.Application) -> None:
     app.router.add_get("/entrar", sign_in_page)
     app.router.add_post("/entrar", sign_in)
     app.router.add_post("/sair", sign_out)
     app.router.add_post("/verdicts/{id}/rotulos", post_labels)
-    app.router.add_get("/revisar/proxima", review_next)
+    app.router.add_get("/revisar/proxima", review_next_page)
+    app.router.add_post("/revisar/proxima", review_next)
 
 
 def openapi_paths() -> dict[str, Any]:
@@ -590,10 +777,35 @@ def openapi_paths() -> dict[str, Any]:
         },
         "/sair": {
             "post": {
-                "summary": "Sign out: clears the session cookie (form field csrf)",
+                "summary": "Sign out: ends every session of the reviewer's token on the server "
+                "(the store's generation), clears the cookie (form field csrf)",
                 "security": session,
                 "requestBody": form,
-                "responses": {"303": see_other, "403": page("missing or wrong csrf")},
+                "responses": {
+                    "303": see_other,
+                    "403": page("missing or wrong csrf, or an Origin of another host"),
+                },
+            }
+        },
+        "/verdicts/{id}/envios": {
+            "get": {
+                "summary": "Every submission of an answer, newest first, 20 a page (cursor)",
+                "security": [{"read": []}, {"readBasic": []}, {"reviewSession": []}],
+                "parameters": [
+                    {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}},
+                    {"name": "app", "in": "query", "required": False, "schema": {"type": "string"}},
+                    {
+                        "name": "cursor",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "string"},
+                    },
+                ],
+                "responses": {
+                    "200": page("the submissions"),
+                    "400": page("a bad cursor"),
+                    "404": page("no verdict with this id"),
+                },
             }
         },
         "/verdicts/{id}/rotulos": {
@@ -612,23 +824,36 @@ def openapi_paths() -> dict[str, Any]:
                     "400": page("a field is invalid: the answer page again, naming it"),
                     "403": page("no session, a missing or wrong csrf, or another app's answer"),
                     "404": page("no verdict with this id"),
-                    "409": page("several apps have a verdict with this id"),
+                    "409": page(
+                        "several apps have a verdict with this id, or the reviewer's "
+                        "submissions of it reached VEREDITO_REVIEW_MAX_SUBMISSIONS"
+                    ),
                     "413": page("a form over 64 KiB"),
+                    "429": page("over VEREDITO_REVIEW_RATE; see Retry-After"),
                 },
             }
         },
         "/revisar/proxima": {
             "get": {
-                "summary": "The signed-in reviewer's next answer to label",
+                "summary": "A page with the button that takes the next answer (changes nothing)",
                 "security": session,
                 "parameters": [
                     {"name": "app", "in": "query", "required": False, "schema": {"type": "string"}},
                 ],
                 "responses": {
+                    "200": page("the button"),
+                    "303": {"description": "to /entrar"},
+                },
+            },
+            "post": {
+                "summary": "The signed-in reviewer's next answer to label (form: csrf, app)",
+                "security": session,
+                "requestBody": form,
+                "responses": {
                     "200": page("nothing left to review"),
                     "303": {"description": "to /verdicts/{id}?app=&motivo=, or to /entrar"},
-                    "403": page("a reviewer of another app"),
+                    "403": page("a missing or wrong csrf, a foreign Origin, another app"),
                 },
-            }
+            },
         },
     }

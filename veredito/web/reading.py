@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 
 from veredito.producer.ingest import Grant, Tokens
 from veredito.store import Filters, SQLStore, StoreUnavailable, parse_when
-from veredito.web.reviewing import AgreementCache, ReviewMetrics, ReviewTokens
+from veredito.web.reviewing import AgreementCache, ReviewMetrics, ReviewTokens, WriteLimits
 from veredito.worker.verdict import CATEGORIES, VERDICTS
 
 __all__ = ["MAX_LIMIT", "PAGE_SIZE", "REVIEW", "STATUSES", "BadParameter", "Review"]
@@ -48,6 +48,8 @@ class Review:
     precision_floor: float = 0.7  # exported for the alert rule
     min_labels: int = 30
     session_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    limits: WriteLimits = field(default_factory=WriteLimits)  # label writes per reviewer
+    max_submissions: int | None = 20  # a reviewer's submissions of one answer
     metrics: ReviewMetrics = field(default_factory=lambda: ReviewMetrics(CollectorRegistry()))
     agreements: AgreementCache = field(default_factory=lambda: AgreementCache())
 
@@ -87,14 +89,22 @@ def _grant(request: web.Request, *, page: bool = False) -> Grant | None:
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def _clean(name: str, value: str) -> str:
     """A parameter's value, or :class:`BadParameter` for one with a control character (NUL
-    cannot even be sent to PostgreSQL)."""
+    cannot even be sent to PostgreSQL) or a lone surrogate (no UTF-8 for it)."""
     if _CONTROL.search(value):
         raise BadParameter(name, "contains a control character")
+    if _SURROGATE.search(value):
+        raise BadParameter(name, "is not valid Unicode (a lone surrogate)")
     return value
+
+
+def app_parameter(query: Any) -> str | None:
+    """``?app=`` as given (app names are matched exactly: no stripping), None when absent."""
+    return _clean("app", str(query["app"])) if "app" in query else None
 
 
 def _filters(query: Any, grant: Grant) -> Filters:
@@ -128,7 +138,7 @@ def _filters(query: Any, grant: Grant) -> Filters:
             raise BadParameter(
                 "confidence", "a number from 0 to 1 (the least hallucination_confidence)"
             )
-    app = one("app")
+    app = app_parameter(query) or None  # exactly as given; empty: every app
     if grant.app is not None:
         app = grant.app  # a token for one app sees that app only
     return Filters(
@@ -167,12 +177,19 @@ def _visible(verdict: dict[str, Any] | None, grant: Grant) -> dict[str, Any] | N
 
 
 def _api_grant(request: web.Request) -> Grant | web.Response:
+    """What a JSON read may see: a read token's grant, a review token's (the answers of its
+    app, or every app for a reviewer of all: a reviewer reads what it labels), open reads; else
+    a 401."""
+    reviewer = request.app[REVIEW].reviewers.check(request.headers.get("Authorization"))
+    if reviewer is not None:
+        return Grant(app=reviewer.app)
     grant = _grant(request)
     if grant is None:
         return _json_error(
             401,
             "unauthorized",
-            "a valid 'Authorization: Bearer <token>' is needed (VEREDITO_READ_TOKENS)",
+            "a valid 'Authorization: Bearer <token>' is needed (VEREDITO_READ_TOKENS or "
+            "VEREDITO_REVIEW_TOKENS)",
             **{"WWW-Authenticate": "Bearer"},
         )
     return grant

@@ -90,9 +90,9 @@ def _environment() -> Any:
     )
     # the reviewer's parts of the pages are off unless a handler turns them on
     env.globals.update(
-        script=False, viewer=None, sign_in=False, next_link=None, labelling=None, notes=[],
+        script=False, viewer=None, sign_in=False, next_form=None, labelling=None, notes=[],
         notes_hidden=False, denied=False, reason=None, saved=False, previous_saved=False,
-        form_error=None,
+        form_error=None, history=None,
     )  # fmt: skip
     env.filters["pct"] = lambda part, whole: f"{100 * part / whole:.1f}".replace(".", ",") + " %"
     env.filters["num"] = lambda value: f"{value:.2f}".replace(".", ",")

@@ -56,6 +56,7 @@ from veredito.web.reading import (
     _limit,
     _unavailable,
     _visible,
+    app_parameter,
 )
 from veredito.web.render import (
     PERIODS,
@@ -81,6 +82,7 @@ PAGE_ROUTES = (
     "/entrar",
     "/sair",
     "/verdicts/{id}/rotulos",
+    "/verdicts/{id}/envios",
     "/revisar/proxima",
 )
 
@@ -110,9 +112,7 @@ def _key(request: web.Request, grant: Grant) -> tuple[str, str | None]:
     verdict_id = _clean("id", request.match_info["id"])
     if grant.app is not None:
         return verdict_id, grant.app
-    if "app" in request.query:
-        return verdict_id, _clean("app", request.query["app"]).strip()
-    return verdict_id, None
+    return verdict_id, app_parameter(request.query)
 
 
 async def api_get(request: web.Request) -> web.Response:
@@ -151,13 +151,13 @@ async def api_stats(request: web.Request) -> web.Response:
     return web.json_response(stats)
 
 
-def _page_grant(request: web.Request) -> Grant | web.Response:
+async def _page_grant(request: web.Request) -> Grant | web.Response:
     """A read token (Basic) or open reads, else a reviewer's session: a read grant for the
     reviewer's app (every app for a reviewer of all)."""
     grant = _grant(request, page=True)
     if grant is not None:
         return grant
-    session = sessions.session_of(request)
+    session = await sessions.session_of(request)
     if session is not None:
         return Grant(app=session.reviewer.app)
     reviewers = bool(request.app[REVIEW].reviewers)
@@ -173,7 +173,7 @@ def _page_grant(request: web.Request) -> Grant | web.Response:
 
 
 async def page_list(request: web.Request) -> web.Response:
-    grant = _page_grant(request)
+    grant = await _page_grant(request)
     if isinstance(grant, web.Response):
         return grant
     query = dict(request.query)
@@ -212,12 +212,12 @@ async def page_list(request: web.Request) -> web.Response:
     keep = {k: v for k, v in request.query.items() if k != "cursor" and v}
     keep.setdefault("period", period)
     more = "?" + urlencode({**keep, "cursor": page.next_cursor}) if page.next_cursor else None
-    session = sessions.session_of(request)
+    session = await sessions.session_of(request)
     return _render(
         "list.html",
         viewer=sessions.viewer(session),
         sign_in=bool(request.app[REVIEW].reviewers),
-        next_link=None if session is None else sessions.queue_link(filters.app or ""),
+        next_form=sessions.queue_form(session, filters.app or ""),
         rows=[_row(v) for v in page.items],
         stats=stats,
         form={
@@ -237,8 +237,9 @@ async def page_list(request: web.Request) -> web.Response:
     )
 
 
-async def page_verdict(request: web.Request) -> web.Response:
-    grant = _page_grant(request)
+async def _page_answer(request: web.Request) -> tuple[Grant, dict[str, Any]] | web.Response:
+    """The answer a page request names, that its reader may see; else the page that says why."""
+    grant = await _page_grant(request)
     if isinstance(grant, web.Response):
         return grant
     verdict_id, app = _key(request, grant)
@@ -257,13 +258,26 @@ async def page_verdict(request: web.Request) -> web.Response:
             "error.html", 404, title="Veredito não encontrado",
             message="Nenhum veredito com este id.",
         )  # fmt: skip
-    session = sessions.session_of(request)
+    return grant, verdict
+
+
+async def page_verdict(request: web.Request) -> web.Response:
+    found = await _page_answer(request)
+    if isinstance(found, web.Response):
+        return found
+    _, verdict = found
+    session = await sessions.session_of(request)
     store = request.app[REVIEW].store
     try:
-        rows = await _call(request, store.labels_of, _row(verdict)["app"], _row(verdict)["id"])
+        labels = await _call(
+            request, page_labels.answer_labels, store, _row(verdict)["app"], _row(verdict)["id"]
+        )
     except StoreUnavailable:
         return _store_away_page()
-    parts = page_labels.page_context(verdict, rows, session, request.query)
+    try:
+        parts = page_labels.page_context(verdict, labels, session, request.query)
+    except BadParameter as exc:
+        return _render("error.html", 400, title="Parâmetro inválido", message=str(exc))
     # highlighting and rendering are CPU work in proportion to the answer: off the event loop,
     # and for a long answer in another process (veredito/serving/heavy.py)
     args = (verdict, 200, session, parts, bool(request.app[REVIEW].reviewers))
@@ -272,6 +286,20 @@ async def page_verdict(request: web.Request) -> web.Response:
         return web.Response(body=body, status=status, headers=headers)
     response: web.Response = await _call(request, _verdict_page, *args)
     return response
+
+
+async def page_history(request: web.Request) -> web.Response:
+    """Every submission of an answer, paged (the answer page shows each reviewer's latest)."""
+    found = await _page_answer(request)
+    if isinstance(found, web.Response):
+        return found
+    grant, verdict = found
+    try:
+        return await page_labels.history(request, grant, verdict)
+    except BadParameter as exc:
+        return _render("error.html", 400, title="Parâmetro inválido", message=str(exc))
+    except StoreUnavailable:
+        return _store_away_page()
 
 
 async def stylesheet(request: web.Request) -> web.Response:
@@ -297,6 +325,7 @@ def add_routes(app: web.Application, review: Review) -> None:
     app.router.add_get("/v1/stats", api_stats)
     app.router.add_get("/", page_list)
     app.router.add_get("/verdicts/{id}", page_verdict)
+    app.router.add_get("/verdicts/{id}/envios", page_history)
     app.router.add_get("/static/review.css", stylesheet)
     app.router.add_get("/static/review.js", script)
     page_labels.add_page_label_routes(app)

@@ -10,7 +10,9 @@ import hashlib
 import hmac
 import logging
 import threading
+import time
 from collections import Counter as Tally
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +34,7 @@ from veredito.producer.ingest import (
     token_entries,
 )
 from veredito.store import Filters, SQLStore
+from veredito.store.labelling import TooManySubmissions
 from veredito.store.sql import AmbiguousId
 
 __all__ = [
@@ -39,8 +42,10 @@ __all__ = [
     "ReviewMetrics",
     "ReviewTokens",
     "Reviewer",
+    "WriteLimits",
     "agreement_of",
     "disagreements",
+    "listed",
     "refresh_precision",
     "submit",
 ]
@@ -81,25 +86,67 @@ class ReviewTokens:
         given = bearer(header)
         return None if given is None else self.find(given)
 
-    def session_key(self, reviewer: Reviewer) -> str:
-        """An opaque name of the reviewer's token, for the page's session cookie."""
+    @staticmethod
+    def _key(token: bytes, secret: bytes) -> str:
+        return hmac.new(secret, b"session-key:" + token, hashlib.sha256).hexdigest()[:32]
+
+    def session_key(self, reviewer: Reviewer, secret: bytes) -> str:
+        """An opaque name of the reviewer's token for the page's session cookie: an HMAC under
+        the session secret, so a cookie is no oracle for guessing tokens offline."""
         for token, known in self._tokens:
             if known is reviewer:
-                return hashlib.sha256(b"session:" + token).hexdigest()[:32]
+                return self._key(token, secret)
         raise KeyError(reviewer.name)
 
-    def by_session_key(self, key: str) -> Reviewer | None:
+    def by_session_key(self, key: str, secret: bytes) -> Reviewer | None:
         found = None
+        given = key.encode("ascii", "replace")
         for token, reviewer in self._tokens:
-            mine = hashlib.sha256(b"session:" + token).hexdigest()[:32]
-            if hmac.compare_digest(mine.encode(), key.encode("ascii", "replace")):
+            if hmac.compare_digest(self._key(token, secret).encode(), given):
                 found = reviewer
         return found
+
+
+class WriteLimits:
+    """Label writes per reviewer: a token bucket each, ``rate`` submissions a second with bursts
+    of ``burst`` (``VEREDITO_REVIEW_RATE``, ``VEREDITO_REVIEW_BURST``; rate 0 turns it off). One
+    per ``serve`` process, used from its event loop only; one bucket per reviewer name, and
+    names come from ``VEREDITO_REVIEW_TOKENS``, so the table is as small as that list."""
+
+    def __init__(
+        self, rate: float = 1.0, burst: int = 20, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.rate = rate
+        self.burst = max(1, burst)
+        self._clock = clock
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    def take(self, reviewer: str) -> float | None:
+        """None: go ahead (a submission is counted); else the seconds until the next one is
+        allowed (nothing counted)."""
+        if self.rate <= 0:
+            return None
+        now = self._clock()
+        tokens, then = self._buckets.get(reviewer, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - then) * self.rate)
+        if tokens >= 1.0:
+            self._buckets[reviewer] = (tokens - 1.0, now)
+            return None
+        self._buckets[reviewer] = (tokens, now)
+        return (1.0 - tokens) / self.rate
 
 
 class ReviewMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.lock = threading.Lock()
+        self.refused = Counter(
+            "veredito_review_refused_total",
+            "Label submissions refused: reason 'rate' (over VEREDITO_REVIEW_RATE, 429) or 'cap' "
+            "(VEREDITO_REVIEW_MAX_SUBMISSIONS on one answer, 409); app is the review token's "
+            "('*' for a reviewer of every app)",
+            ["app", "reason"],
+            registry=registry,
+        )
         self.series: set[tuple[str, str, str]] = set()  # (app, category, judge) now exported
         self.labels = Counter(
             "veredito_review_labels_total",
@@ -255,9 +302,15 @@ def refresh_precision(
 
 
 def submit(
-    store: SQLStore, reviewer: Reviewer, app: str | None, verdict_id: str, body: Any
+    store: SQLStore,
+    reviewer: Reviewer,
+    app: str | None,
+    verdict_id: str,
+    body: Any,
+    max_submissions: int | None = None,
 ) -> tuple[int, dict[str, Any]]:
-    """Check and store one submission (from a worker thread): ``(status, answer)``."""
+    """Check and store one submission (from a worker thread): ``(status, answer)``. Everything
+    is checked before anything is written: a 4xx stores nothing."""
     if reviewer.app is not None:
         if app is not None and app != reviewer.app:
             return 403, _error("forbidden", "this review token labels only its own app")
@@ -279,10 +332,41 @@ def submit(
         submission = parse_submission(body, verdict)
     except LabelError as exc:
         return 400, _error("invalid_label", str(exc))
-    stored = store.add_labels(verdict_app, verdict_id, reviewer.name, submission.labels)
+    try:
+        stored = store.add_labels(
+            verdict_app, verdict_id, reviewer.name, submission.labels,
+            max_submissions=max_submissions,
+        )  # fmt: skip
+    except TooManySubmissions as exc:
+        return 409, _error(
+            "too_many_submissions",
+            f"this reviewer has given this answer {exc.cap} submissions, the most allowed "
+            "(VEREDITO_REVIEW_MAX_SUBMISSIONS); the latest counts",
+        )
     if stored is None:
         return 404, _error("not_found", "no verdict with this id")
     return 201, stored
+
+
+NOTE_IN_LISTS = 1000  # characters of a note a list shows
+MISSED_IN_LISTS = 10  # missed spans of a submission a list shows
+
+
+def listed(submission: dict[str, Any], note: int = NOTE_IN_LISTS, missed: int = MISSED_IN_LISTS
+           ) -> dict[str, Any]:  # fmt: skip
+    """A submission as a list shows it: its note cut to ``note`` characters
+    (``note_truncated``), its first ``missed`` spans (``missed_count`` says how many it has);
+    the whole is one request away (``GET /v1/verdicts/{id}/labels/{submission}``)."""
+    text = submission.get("note")
+    spans = submission.get("missed") or []
+    long = isinstance(text, str) and len(text) > note
+    return {
+        **submission,
+        "note": text[:note] if isinstance(text, str) and long else text,
+        "note_truncated": long,
+        "missed": spans[:missed],
+        "missed_count": len(spans),
+    }
 
 
 def disagreements(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
