@@ -1,0 +1,144 @@
+"""OTLP/HTTP trace exports decoded into :class:`~veredito.producer.otlp.spans.Span` values:
+``ExportTraceServiceRequest`` in protobuf (``opentelemetry-proto``'s messages) or in OTLP/JSON (ids
+in hex, as that encoding says)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from veredito.producer.otlp.spans import PROTOBUF, OTLPError, Span
+
+__all__ = ["decode", "decode_iter", "empty_response"]
+
+
+def decode(data: bytes, content_type: str) -> list[Span]:
+    """All the spans of an export; :class:`OTLPError` before any is returned if it is malformed."""
+    return list(decode_iter(data, content_type))
+
+
+def decode_iter(data: bytes, content_type: str) -> Iterator[Span]:
+    """The spans of an export one by one, made as they are taken (no list of them all).
+
+    A body that is not an export at all raises :class:`OTLPError` here; an OTLP/JSON span without
+    ids raises it while iterating, after the spans before it were yielded.
+    """
+    if content_type == PROTOBUF:
+        return _decode_protobuf(data)
+    try:
+        body = json.loads(data)
+    except ValueError as exc:
+        raise OTLPError(f"not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise OTLPError("an OTLP/JSON export is an object with resourceSpans")
+    return _decode_json(body)
+
+
+def _decode_protobuf(data: bytes) -> Iterator[Span]:
+    try:
+        from google.protobuf.message import DecodeError
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
+    except ImportError as exc:  # pragma: no cover - the [otel] extra is missing
+        raise OTLPError("OTLP needs opentelemetry-proto: pip install 'veredito[otel]'") from exc
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(data)
+    except DecodeError as exc:
+        raise OTLPError(f"not an OTLP protobuf export: {exc}") from None
+    return _protobuf_spans(request)
+
+
+def _protobuf_spans(request: Any) -> Iterator[Span]:
+    for resource_spans in request.resource_spans:
+        resource = {kv.key: _proto_value(kv.value) for kv in resource_spans.resource.attributes}
+        service = resource.get("service.name")
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                yield Span(
+                    trace_id=span.trace_id.hex(),
+                    span_id=span.span_id.hex(),
+                    parent_id=span.parent_span_id.hex(),
+                    name=span.name,
+                    start=int(span.start_time_unix_nano),
+                    attributes={kv.key: _proto_value(kv.value) for kv in span.attributes},
+                    service=service if isinstance(service, str) else None,
+                )
+
+
+def _proto_value(value: Any) -> Any:
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return [_proto_value(v) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return {kv.key: _proto_value(kv.value) for kv in value.kvlist_value.values}
+    if kind == "bytes_value":
+        return value.bytes_value.hex()
+    return getattr(value, kind)
+
+
+def _decode_json(body: dict[str, Any]) -> Iterator[Span]:
+    for resource_spans in _list(body.get("resourceSpans")):
+        resource = _json_attributes(_dict(resource_spans.get("resource")).get("attributes"))
+        service = resource.get("service.name")
+        for scope_spans in _list(resource_spans.get("scopeSpans")):
+            for span in _list(scope_spans.get("spans")):
+                trace_id, span_id = span.get("traceId"), span.get("spanId")
+                if not isinstance(trace_id, str) or not isinstance(span_id, str):
+                    raise OTLPError("every span needs traceId and spanId (hex strings)")
+                yield Span(
+                    trace_id=trace_id.lower(),
+                    span_id=span_id.lower(),
+                    parent_id=str(span.get("parentSpanId") or "").lower(),
+                    name=str(span.get("name") or ""),
+                    start=_int(span.get("startTimeUnixNano")),
+                    attributes=_json_attributes(span.get("attributes")),
+                    service=service if isinstance(service, str) else None,
+                )
+
+
+def _list(value: Any) -> list[Any]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _json_attributes(items: Any) -> dict[str, Any]:
+    return {
+        str(item.get("key")): _json_value(_dict(item.get("value")))
+        for item in _list(items)
+        if item.get("key") is not None
+    }
+
+
+def _json_value(value: dict[str, Any]) -> Any:
+    for kind in ("stringValue", "boolValue", "doubleValue", "bytesValue"):
+        if kind in value:
+            return value[kind]
+    if "intValue" in value:
+        return _int(value["intValue"])
+    if "arrayValue" in value:
+        return [_json_value(_dict(v)) for v in _dict(value["arrayValue"]).get("values", [])]
+    if "kvlistValue" in value:
+        return _json_attributes(_dict(value["kvlistValue"]).get("values"))
+    return None
+
+
+def empty_response(content_type: str) -> tuple[bytes, str]:
+    """The body of a full-success ``ExportTraceServiceResponse`` in the request's encoding."""
+    if content_type == PROTOBUF:
+        return b"", PROTOBUF  # all fields at their defaults: zero bytes
+    return b"{}", "application/json"

@@ -1,0 +1,91 @@
+"""OpenInference spans (Arize Phoenix's instrumentations: LangChain, LlamaIndex, OpenAI …).
+
+- kind: ``openinference.span.kind`` (``LLM``, ``RETRIEVER``, ``CHAIN``, ``AGENT``, ``TOOL``,
+  ``EMBEDDING`` …);
+- a span's input and output: ``input.value``/``output.value``; when their ``*.mime_type`` is
+  ``application/json``, the value's ``query``/``question``/``input`` (or ``answer``/``output``/
+  ``text``) field;
+- an LLM span's messages: ``llm.input_messages.N.message.role``/``.content`` (the last user
+  message is the question), ``llm.output_messages.0.message.content``;
+- a retriever's documents: ``retrieval.documents.N.document.content``, in N order.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from veredito.producer.otlp.spans import Span
+
+__all__ = [
+    "ANSWER_KEYS",
+    "QUERY_KEYS",
+    "completion",
+    "documents",
+    "indexed",
+    "kind",
+    "prompt",
+    "text",
+]
+
+QUERY_KEYS = ("query", "question", "input", "user_input")
+ANSWER_KEYS = ("answer", "output", "text", "response")
+
+
+def kind(span: Span) -> str:
+    """The span's OpenInference kind, upper case; empty when it has none."""
+    return str(span.attributes.get("openinference.span.kind") or "").upper()
+
+
+def text(span: Span, prefix: str, keys: tuple[str, ...]) -> str | None:
+    """``input`` or ``output`` (``prefix``) of a span as text."""
+    value = span.attributes.get(f"{prefix}.value")
+    if not isinstance(value, str) or not value.strip():
+        return None
+    if span.attributes.get(f"{prefix}.mime_type") == "application/json":
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        if isinstance(parsed, dict):
+            for key in keys:
+                if isinstance(parsed.get(key), str) and parsed[key].strip():
+                    return str(parsed[key])
+        return value
+    return value
+
+
+def indexed(attributes: dict[str, Any], prefix: str, suffix: str) -> list[Any]:
+    """Values of ``prefix.N.suffix`` in N order."""
+    found: dict[int, Any] = {}
+    for key, value in attributes.items():
+        if key.startswith(prefix) and key.endswith(suffix):
+            middle = key[len(prefix) : len(key) - len(suffix)]
+            if middle.isdigit():
+                found[int(middle)] = value
+    return [found[i] for i in sorted(found)]
+
+
+def prompt(span: Span) -> str | None:
+    """The last user message of an LLM span's input messages."""
+    pairs = zip(
+        indexed(span.attributes, "llm.input_messages.", ".message.role"),
+        indexed(span.attributes, "llm.input_messages.", ".message.content"),
+        strict=False,
+    )
+    users = [content for role, content in pairs if role == "user" and isinstance(content, str)]
+    return users[-1] if users else None
+
+
+def completion(span: Span) -> str | None:
+    value = span.attributes.get("llm.output_messages.0.message.content")
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def documents(span: Span) -> list[str]:
+    """A retriever span's documents, in index order."""
+    return [
+        doc
+        for doc in indexed(span.attributes, "retrieval.documents.", ".document.content")
+        if isinstance(doc, str) and doc.strip()
+    ]
