@@ -11,6 +11,8 @@ checked by :func:`veredito.producer.triple.parse_triple` like any other input.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import io
@@ -232,3 +234,55 @@ class Tokens:
         valid. :class:`HeaderError` for a header no token could ever match (non-ASCII)."""
         given = bearer(header)
         return None if given is None else match_token(self._tokens, given)
+
+
+class LangfuseKeys:
+    """``VEREDITO_LANGFUSE_KEYS``: ``public key:secret key:ingest token``, comma-separated. The
+    Langfuse SDK sends ``Authorization: Basic base64(public:secret)`` to
+    ``/api/public/otel/v1/traces``; a pair listed here is taken as its ingest token (the token's
+    app and tenancy with it), so a Langfuse user changes only the host. Compared in constant
+    time; each token must be one of ``VEREDITO_INGEST_TOKENS`` (checked at start)."""
+
+    def __init__(self, spec: str | None, tokens: Tokens) -> None:
+        self._pairs: list[tuple[bytes, str]] = []
+        for position, part in enumerate((spec or "").split(","), start=1):
+            if not part.strip():
+                continue
+            public, _, rest = part.strip().partition(":")
+            secret, _, token = rest.partition(":")
+            if not (public and secret and token):
+                raise TokenError(
+                    f"VEREDITO_LANGFUSE_KEYS: entry {position} is not public:secret:ingest-token"
+                )
+            if not (_printable_ascii(public) and _printable_ascii(secret)):
+                raise TokenError(
+                    f"VEREDITO_LANGFUSE_KEYS: entry {position} has a character other than "
+                    "printable ASCII"
+                )
+            if len(secret) < MIN_TOKEN_LENGTH:
+                raise TokenError(
+                    f"VEREDITO_LANGFUSE_KEYS: entry {position}'s secret key is shorter than "
+                    f"{MIN_TOKEN_LENGTH} characters"
+                )
+            if tokens.check(f"Bearer {token}") is None:
+                raise TokenError(
+                    f"VEREDITO_LANGFUSE_KEYS: entry {position} names no token of "
+                    "VEREDITO_INGEST_TOKENS"
+                )
+            self._pairs.append((f"{public}:{secret}".encode(), token))
+
+    def __bool__(self) -> bool:
+        return bool(self._pairs)
+
+    def bearer_for(self, header: str | None) -> str | None:
+        """The ``Authorization: Bearer`` header a Langfuse ``Basic`` header stands for; the
+        header itself when it is not Basic; None for a Basic pair not listed."""
+        scheme, _, value = (header or "").partition(" ")
+        if scheme.lower() != "basic":
+            return header
+        try:
+            decoded = base64.b64decode(value.strip(), validate=True).decode("utf-8")
+        except (binascii.Error, ValueError):
+            return None
+        token = match_token(self._pairs, decoded)
+        return None if token is None else f"Bearer {token}"

@@ -37,6 +37,7 @@ from veredito.producer.ingest import (
     NDJSON,
     BodyError,
     Grant,
+    LangfuseKeys,
     Tokens,
     TooManyItems,
     from_aferiq,
@@ -44,15 +45,22 @@ from veredito.producer.ingest import (
 )
 from veredito.producer.otlp import (
     PROTOBUF,
+    Assembled,
     OTLPError,
     Span,
     TraceAssembler,
     decode,
-    empty_response,
+    partial_success,
 )
 from veredito.producer.publish import task_outgoing
 from veredito.producer.sampling import Dedup, sampled_in
-from veredito.producer.triple import InvalidTriple, Limits, fallback_id, parse_triple
+from veredito.producer.triple import (
+    InvalidTriple,
+    Limits,
+    fallback_id,
+    parse_triple,
+    rejection,
+)
 from veredito.serving.guard import HostPolicy
 from veredito.serving.heavy import HEAVY, HEAVY_BYTES
 
@@ -61,7 +69,8 @@ __all__ = ["CONFIG", "INGEST_ROUTES", "STATE", "IngestConfig", "JsonError", "Sta
 log = logging.getLogger(__name__)
 
 JSON_TYPES = ("application/json", NDJSON)
-INGEST_ROUTES = ("/v1/triples", "/v1/traces", "/api/v1/traces")
+LANGFUSE_ROUTE = "/api/public/otel/v1/traces"  # the Langfuse SDK's OTLP export (v3)
+INGEST_ROUTES = ("/v1/triples", "/v1/traces", "/api/v1/traces", LANGFUSE_ROUTE)
 EXPIRE_INTERVAL = 1.0  # seconds between two looks for OTLP traces past their timeout
 CONFIG: web.AppKey[IngestConfig] = web.AppKey("config")
 STATE: web.AppKey[State] = web.AppKey("state")
@@ -77,6 +86,8 @@ class IngestConfig:
     limits: Limits = field(default_factory=Limits)
     backlog_interval: float = 1.0  # seconds between two reads of the queue's depth
     trace_timeout: float = 30.0
+    trace_quiet: float = 2.0  # an orphan chain/agent root with nothing new for this long: done
+    retrieval_tools: tuple[str, ...] = ()  # tools whose results are an agent's context; () all
     sample_rate: float = 1.0
     dedup: Dedup | None = None
     max_items: int = 1000  # triples one request may carry
@@ -87,6 +98,7 @@ class IngestConfig:
     body_timeout: float = 60.0
     hosts: HostPolicy = field(default_factory=lambda: HostPolicy(None))
     max_rejected_listed: int = 100  # the rest of a request's rejections are counted
+    langfuse_keys: LangfuseKeys | None = None  # Langfuse's Basic pairs for ingest tokens
 
 
 class IngestMetrics:
@@ -106,8 +118,9 @@ class IngestMetrics:
         )
         self.traces = Counter(
             "veredito_ingest_traces_total",
-            "OpenTelemetry traces: complete (made a triple), incomplete (no root in time), "
-            "evicted (buffer full)",
+            "OpenTelemetry traces: complete (made a triple), not_judged (its root a retriever, an "
+            "embedding or a tool call: no answer), incomplete (no root in time), evicted (buffer "
+            "full), lost (assembled while the broker was away)",
             ["result"],
             registry=registry,
         )
@@ -143,6 +156,7 @@ class State:
     backlog: int | None = None  # None: the broker could not be asked
     monitors: list[asyncio.Task[None]] = field(default_factory=list)
     apps: dict[str, str] = field(default_factory=dict)  # tenant -> app label of its metrics
+    grants: dict[str, Grant] = field(default_factory=dict)  # tenant -> its grant (for expiry)
     exported_drops: dict[tuple[str, str], int] = field(default_factory=dict)
     export_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -161,11 +175,15 @@ class JsonError(web.HTTPException):
 
 def authorize(request: web.Request) -> Grant:
     """What the token grants (a forced app, a mapping); raises 401 for a missing or unknown
-    token."""
+    token. On Langfuse's route, a Basic pair of ``VEREDITO_LANGFUSE_KEYS`` stands for its
+    ingest token."""
     config = request.app[CONFIG]
     if config.insecure_no_auth and not config.tokens:
         return Grant()
-    grant = config.tokens.check(request.headers.get("Authorization"))
+    header = request.headers.get("Authorization")
+    if request.path == LANGFUSE_ROUTE and config.langfuse_keys:
+        header = config.langfuse_keys.bearer_for(header)
+    grant = config.tokens.check(header)
     if grant is None:
         raise JsonError(
             401,
@@ -238,13 +256,14 @@ YIELD_EVERY = 64  # items checked between two turns of the event loop
 
 
 async def accept(
-    request: web.Request, grant: Grant, values: list[Any], source: str
+    request: web.Request | web.Application, grant: Grant, values: list[Any], source: str
 ) -> dict[str, Any]:
     """Check each value, publish the triples and rejections and wait for the broker; leave out,
     and report, what sampling and dedup drop. The caller has authorized the request and checked
     that the broker is ready for this many triples. The answer lists the first
     ``max_rejected_listed`` rejections and counts them all (``rejected_count``)."""
-    config, state = request.app[CONFIG], request.app[STATE]
+    web_app = request if isinstance(request, web.Application) else request.app
+    config, state = web_app[CONFIG], web_app[STATE]
     forced_app = grant.app
     rejected: list[dict[str, Any]] = []
     rejected_count = 0
@@ -268,7 +287,9 @@ async def accept(
             # the id its rejected verdict will carry
             rejected_count += 1
             if len(rejected) < config.max_rejected_listed:
-                rejected.append({"index": index, "id": fallback_id(value), "error": str(exc)})
+                rejected.append(
+                    {"index": index, "id": fallback_id(value), "error": rejection(value, exc)}
+                )
             envelope = {"triple": value, "source": origin, "produced_at": now}
             messages.append(task_outgoing(envelope, "rejected"))
             continue
@@ -378,25 +399,53 @@ async def post_otlp(request: web.Request) -> web.Response:
         raise JsonError(400, "invalid_body", str(exc)) from None
     del data
     state.apps.setdefault(grant.tenant, grant.app or "unscoped")
-    triples = await loop.run_in_executor(None, _assemble, state, grant.tenant, spans)
+    state.grants[grant.tenant] = grant
+    done = await loop.run_in_executor(None, _assemble, state, grant.tenant, spans)
     del spans
-    if triples:
-        await accept(request, grant, triples, "otlp")
-        state.metrics.traces.labels("complete").inc(len(triples))
-    body, response_type = empty_response(content_type)
+    rejected_spans, reasons = await publish_traces(request.app, grant, done)
+    body, response_type = partial_success(content_type, rejected_spans, "; ".join(reasons))
     return web.Response(body=body, content_type=response_type)
 
 
-def _assemble(state: State, tenant: str, spans: list[Span]) -> list[dict[str, Any]]:
+async def publish_traces(
+    app: web.Application, grant: Grant, done: list[Assembled]
+) -> tuple[int, list[str]]:
+    """Publish the triples of assembled traces (their rejections become rejected verdicts, as
+    for any triple); count the traces that are not judged. Returns the spans that could not
+    become a triple and the first reasons (for OTLP's ``partial_success``)."""
+    state = app[STATE]
+    triples = [d.triple for d in done if d.triple is not None]
+    rejected_spans, reasons = 0, list[str]()
+    for d in done:
+        if d.skipped:
+            state.metrics.traces.labels("not_judged").inc()
+            rejected_spans += d.spans
+            if len(reasons) < 3:
+                reasons.append(f"trace {d.trace_id}: not judged ({d.skipped.replace('_', ' ')})")
+    if triples:
+        result = await accept(app, grant, triples, "otlp")
+        state.metrics.traces.labels("complete").inc(len(triples))
+        spans_of = {d.trace_id: d.spans for d in done if d.triple is not None}
+        for item in result["rejected"]:
+            rejected_spans += spans_of.get(str(item["id"]), 0)
+            if len(reasons) < 3:
+                reasons.append(f"trace {item['id']}: {item['error']}")
+    return rejected_spans, reasons
+
+
+def _assemble(state: State, tenant: str, spans: list[Span]) -> list[Assembled]:
     """In an executor thread: the spans into the tenant's buffer, the drops into the metrics."""
-    triples = state.assembler.add(tenant, spans)
+    done = state.assembler.add_traces(tenant, spans)
     export_drops(state)
-    return triples
+    return done
 
 
-def _expire(state: State) -> None:
-    if state.assembler.expire():
+def _expire(state: State) -> list[tuple[str, Assembled]]:
+    """In an executor thread: the traces that will get no root, assembled or dropped."""
+    dropped, done = state.assembler.expire_traces()
+    if dropped or done:
         export_drops(state)
+    return done
 
 
 def export_drops(state: State) -> None:
@@ -445,12 +494,24 @@ async def watch_backlog(app: web.Application) -> None:
 
 
 async def expire_traces(app: web.Application) -> None:
-    """Every second: OTLP traces whose root span never came are assembled or dropped."""
+    """Every second: OTLP traces whose root span never came are assembled (a local root whose
+    parent is elsewhere) and published, or dropped."""
     state = app[STATE]
     loop = asyncio.get_running_loop()
     while True:
         await asyncio.sleep(EXPIRE_INTERVAL)
-        await loop.run_in_executor(None, _expire, state)
+        done = await loop.run_in_executor(None, _expire, state)
+        by_tenant: dict[str, list[Assembled]] = {}
+        for tenant, assembled in done:
+            by_tenant.setdefault(tenant, []).append(assembled)
+        for tenant, traces in by_tenant.items():
+            try:
+                await publish_traces(app, state.grants.get(tenant, Grant()), traces)
+            except JsonError as exc:  # the broker is away: the traces are lost, and counted
+                log.warning("%d OTLP traces could not be queued (%s)", len(traces), exc.reason)
+                state.metrics.traces.labels("lost").inc(len(traces))
+            except Exception as exc:  # the loop must go on whatever one batch did
+                log.error("publishing expired OTLP traces failed (%s)", type(exc).__name__)
 
 
 async def on_startup(app: web.Application) -> None:
@@ -499,6 +560,7 @@ def add_ingest(
         )
         app.router.add_post("/v1/triples", post_triples)
         app.router.add_post("/v1/traces", post_otlp)
+        app.router.add_post(LANGFUSE_ROUTE, post_otlp)
         app.router.add_post("/api/v1/traces", post_aferiq)
         app.router.add_route("HEAD", "/api/v1/traces", head_aferiq)
     app[STATE] = State(
@@ -509,6 +571,8 @@ def add_ingest(
             max_traces=config.otlp_max_traces,
             max_spans=config.otlp_max_spans,
             max_bytes=config.otlp_max_bytes,
+            quiet=config.trace_quiet,
+            retrieval_tools=config.retrieval_tools or None,
         ),
     )
     app.on_startup.append(on_startup)

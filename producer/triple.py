@@ -299,3 +299,35 @@ def _bounded(value: object, depth: int) -> object:
     if isinstance(value, list | tuple):
         return [_bounded(v, depth - 1) for v in value]
     return type(value).__name__
+
+
+def rejection(raw: object, exc: InvalidTriple) -> str:
+    """The message of a rejected triple: the error, and what a trace's assembly looked for when
+    the field came from OpenTelemetry spans (``metadata.otlp.looked_for``)."""
+    message = str(exc)
+    metadata = raw.get("metadata") if isinstance(raw, Mapping) else None
+    otlp = metadata.get("otlp") if isinstance(metadata, Mapping) else None
+    looked = otlp.get("looked_for") if isinstance(otlp, Mapping) else None
+    if isinstance(looked, Mapping) and isinstance(looked.get(exc.field), str):
+        message += f"; looked for {looked[exc.field]}"
+    return message
+
+
+def partial_input(raw: object) -> dict[str, Any] | None:
+    """What a rejected triple did carry, for its verdict's ``input``: the query, the context's
+    chunks and the answer that are text; None when none is."""
+    if not isinstance(raw, Mapping):
+        return None
+    found: dict[str, Any] = {}
+    for name, keys in (("query", QUERY_KEYS), ("answer", ANSWER_KEYS)):
+        value = next((raw[k] for k in keys if isinstance(raw.get(k), str)), None)
+        if value is not None and not _SURROGATE.search(value):
+            found[name] = value
+    context = next((raw[k] for k in CONTEXT_KEYS if k in raw), None)
+    if isinstance(context, str):
+        context = [context]
+    if isinstance(context, list):
+        chunks = [c for c in context if isinstance(c, str) and not _SURROGATE.search(c)]
+        if chunks:
+            found["context"] = chunks
+    return found or None

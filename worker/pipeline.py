@@ -22,6 +22,8 @@ from veredito.producer.triple import (
     check_metadata,
     fallback_id,
     parse_triple,
+    partial_input,
+    rejection,
 )
 from veredito.worker.confidence import hallucination_confidence
 from veredito.worker.errors import JudgeOutputInvalid, PermanentError, RetryableError
@@ -80,10 +82,19 @@ class Pipeline:
         try:
             triple = parse_triple(raw_triple, self.limits, line if isinstance(line, int) else None)
         except InvalidTriple as exc:
-            verdict = self._rejected(fallback_id(raw_triple), "invalid_triple", str(exc), source)
+            verdict = self._rejected(
+                fallback_id(raw_triple), "invalid_triple", rejection(raw_triple, exc), source
+            )
             if isinstance(raw_triple, dict) and isinstance(raw_triple.get("metadata"), dict):
                 with contextlib.suppress(InvalidTriple):  # only metadata a verdict can carry
                     verdict.metadata = check_metadata(raw_triple["metadata"])
+            found = partial_input(raw_triple) if self.keep_input else None
+            if found is not None:  # what was mapped, so that one can see what was missing
+                verdict.input = TripleInput(
+                    query=found.get("query"),
+                    context=found.get("context", []),
+                    answer=found.get("answer"),
+                )
             return Outcome(verdict)
 
         judge, info = await self._judge_for(triple)

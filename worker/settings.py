@@ -184,6 +184,22 @@ class Settings(BaseSettings):
         ge=1024,
         description="serve: estimated bytes of OTLP spans one token may have waiting",
     )
+    ingest_trace_quiet: float = Field(
+        default=2.0,
+        gt=0,
+        description="serve: seconds without a new span after which an OTLP trace whose chain "
+        "or agent span has a parent elsewhere (a service behind a traced gateway) is judged",
+    )
+    langfuse_keys: SecretStr | None = Field(
+        default=None,
+        description="serve: Langfuse key pairs taken as ingest tokens on /api/public/otel/v1/"
+        "traces, public:secret:ingest-token, comma-separated",
+    )
+    otlp_retrieval_tools: str | None = Field(
+        default=None,
+        description="serve: the tools whose results are an agent's context (names or globs, "
+        "comma-separated); default every tool",
+    )
     serve_header_timeout: float = Field(
         default=10.0,
         gt=0,

@@ -113,11 +113,12 @@ class VerdictError(_Model):
 
 
 class TripleInput(_Model):
-    """What was judged: the review page shows it (off with ``VEREDITO_VERDICT_INPUT=off``)."""
+    """What was judged: the review page shows it (off with ``VEREDITO_VERDICT_INPUT=off``). A
+    rejected triple's verdict keeps the fields it did carry as text, the others ``None``."""
 
-    query: str
+    query: str | None
     context: list[str]
-    answer: str
+    answer: str | None
 
 
 class Verdict(_Model):

@@ -46,20 +46,23 @@ incomplete traces of that moment (a complete one is published with confirms like
 
 from __future__ import annotations
 
-from veredito.producer.otlp.assemble import triple_from
+from veredito.producer.otlp.assemble import Assembled, assemble, triple_from
 from veredito.producer.otlp.buffer import DROP_REASONS, TraceAssembler, span_size
-from veredito.producer.otlp.decode import decode, decode_iter, empty_response
+from veredito.producer.otlp.decode import decode, decode_iter, empty_response, partial_success
 from veredito.producer.otlp.spans import PROTOBUF, OTLPError, Span
 
 __all__ = [
     "DROP_REASONS",
     "PROTOBUF",
+    "Assembled",
     "OTLPError",
     "Span",
     "TraceAssembler",
+    "assemble",
     "decode",
     "decode_iter",
     "empty_response",
+    "partial_success",
     "span_size",
     "triple_from",
 ]

@@ -1,69 +1,225 @@
-"""A complete trace into a triple (spec §3), whatever convention its spans follow:
+"""A complete trace into a triple (spec §3), whatever convention its spans follow.
 
-- query: the root span's input, else a retriever's, else the last user prompt of an LLM span;
-- context: the documents of the retriever spans, in start order, each in index order;
-- answer: the root span's output, else the last LLM span's output;
-- ``metadata.app``: the resource's ``service.name``; the id: the trace id.
+Each span is read by the module of its convention (the first that recognises it, in this order):
+:mod:`.langfuse`, :mod:`.openinference`, :mod:`.traceloop`, :mod:`.pydantic_ai`, :mod:`.genai`.
+Spans are classified by what they are — an LLM call, a retriever, a tool call, an agent or chain
+— not by the mere presence of a ``gen_ai.*`` attribute. Then:
 
-How each convention's spans say these is its module's business (:mod:`.openinference`,
-:mod:`.genai`).
+- the root is the trace's local root: the span without a parent, else the span whose parent is
+  not in the trace (a service behind a traced gateway: its root's parent is remote). A root that
+  is a retriever, an embedding, a reranker or a tool call is no answer: the trace is not judged
+  (:attr:`Assembled.skipped` says why, and it is counted);
+- query: the root's input as a question (the user's last message when it holds chat messages),
+  else a retriever's query, else the last user message of the last LLM call;
+- context: the documents of the retrievals, in start order, each in its own order; with no
+  retrieval, the results of the tool calls (an agent's evidence), in start order, of the tools
+  ``retrieval_tools`` names (``VEREDITO_OTLP_RETRIEVAL_TOOLS``; every tool by default); with
+  neither (or retrievals that name their documents without their text), the system messages of
+  the last LLM call, where RAG apps put what they retrieved (``metadata.otlp_context`` says
+  ``tools`` or ``system_messages`` when the context came from there);
+- answer: the root's output as an answer (the assistant's text when it holds chat messages),
+  else the last LLM call's;
+- ``metadata.app``: the resource's ``service.name``, else ``openinference.project.name``; the
+  id: the trace id.
+
+A field not found is left ``None`` (or empty) and ``metadata.otlp.looked_for`` names, for each
+field missing, the attributes looked for: the rejected verdict says what was mapped and what was
+missing.
 """
 
 from __future__ import annotations
 
+import fnmatch
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
-from veredito.producer.otlp import genai, openinference
-from veredito.producer.otlp.openinference import ANSWER_KEYS, QUERY_KEYS
+from veredito.producer.otlp import genai, langfuse, openinference, pydantic_ai, traceloop
 from veredito.producer.otlp.spans import Span
 
-__all__ = ["triple_from"]
+__all__ = ["NOT_AN_ANSWER", "Assembled", "assemble", "convention_of", "triple_from"]
+
+READERS: tuple[tuple[str, ModuleType], ...] = (
+    ("langfuse", langfuse),
+    ("openinference", openinference),
+    ("traceloop", traceloop),
+    ("pydantic_ai", pydantic_ai),
+    ("genai", genai),
+)
+NOT_AN_ANSWER = ("RETRIEVER", "EMBEDDING", "RERANKER", "TOOL")
+ANSWERING = ("CHAIN", "AGENT", "LLM", "")  # a root of these kinds may be judged
+
+LOOKED_FOR = {
+    "query": (
+        "the root span's input (input.value, traceloop.entity.input, "
+        "langfuse.observation.input, gen_ai.input.messages), a retriever's query "
+        "(gen_ai.retrieval.query.text), or a user message of an LLM span "
+        "(llm.input_messages.N.message.*, gen_ai.input.messages, gen_ai.prompt.N.*)"
+    ),
+    "context": (
+        "retriever spans' documents (retrieval.documents.N.document.content, "
+        "gen_ai.retrieval.documents, a retriever's traceloop.entity.output or "
+        "langfuse.observation.output) or tool calls' results (gen_ai.tool.call.result, a TOOL "
+        "span's output.value)"
+    ),
+    "answer": (
+        "the root span's output (output.value, traceloop.entity.output, "
+        "langfuse.observation.output, final_result) or an LLM span's reply "
+        "(llm.output_messages.0.message.content, gen_ai.output.messages, "
+        "gen_ai.completion.N.content)"
+    ),
+}
 
 
-def _kind(span: Span) -> str:
-    kind = openinference.kind(span)
-    if kind:
-        return kind
-    if genai.is_genai(span):
-        return "LLM"
-    if any(key.startswith("retrieval.documents.") for key in span.attributes):
-        return "RETRIEVER"
-    return ""
+def convention_of(span: Span) -> tuple[str, ModuleType]:
+    """The convention a span follows, and its reader; a span none recognises is read for the
+    generic ``input.value``/``output.value`` (OpenInference's names, which others reuse)."""
+    for name, reader in READERS:
+        if reader.recognise(span):
+            return name, reader
+    return "", openinference
 
 
-def _prompt(span: Span) -> str | None:
-    return openinference.prompt(span) or genai.prompt(span)
+@dataclass
+class Read:
+    """One span with what its convention's reader says it is."""
+
+    span: Span
+    convention: str
+    reader: ModuleType
+    kind: str
 
 
-def _completion(span: Span) -> str | None:
-    return (
-        openinference.completion(span)
-        or genai.completion(span)
-        or openinference.text(span, "output", ANSWER_KEYS)
-    )
+@dataclass
+class Assembled:
+    """What a complete trace became: its triple, or why it is not judged."""
+
+    trace_id: str
+    spans: int
+    triple: dict[str, Any] | None = None
+    skipped: str | None = None  # not judged: the reason (e.g. "root_is_retriever")
+    missing: list[str] = field(default_factory=list)  # query, context, answer not found
 
 
-def triple_from(spans: list[Span]) -> dict[str, Any]:
+def _read(span: Span) -> Read:
+    name, reader = convention_of(span)
+    return Read(span, name, reader, reader.kind(span) or "")
+
+
+def local_root(spans: Sequence[Span]) -> Span:
+    """The span without a parent, else the earliest span whose parent is not in the trace."""
+    ids = {s.span_id for s in spans}
     ordered = sorted(spans, key=lambda s: s.start)
-    root = next((s for s in ordered if not s.parent_id.strip("0")), ordered[0])
-    retrievers = [s for s in ordered if _kind(s) == "RETRIEVER"]
-    llms = [s for s in ordered if _kind(s) == "LLM"]
-    query = openinference.text(root, "input", QUERY_KEYS)
-    for span in retrievers:
-        query = query or openinference.text(span, "input", QUERY_KEYS)
-    for span in reversed(llms):
-        query = query or _prompt(span)
-    answer = openinference.text(root, "output", ANSWER_KEYS)
-    for span in reversed(llms):
-        answer = answer or _completion(span)
-    context = [doc for span in retrievers for doc in openinference.documents(span)]
-    metadata: dict[str, Any] = {"source": "otlp", "trace_id": root.trace_id}
-    if root.service:
-        metadata["app"] = root.service
-    return {
-        "id": root.trace_id,
+    for span in ordered:
+        if not span.parent_id.strip("0"):
+            return span
+    for span in ordered:
+        if span.parent_id not in ids:
+            return span
+    return ordered[0]
+
+
+def _app(root: Span, spans: Sequence[Span]) -> str | None:
+    service = root.service
+    if service and not service.startswith("unknown_service"):
+        return service
+    for span in spans:
+        project = span.resource.get("openinference.project.name") if span.resource else None
+        if isinstance(project, str) and project.strip():
+            return project
+    return None
+
+
+def _tool_allowed(name: str | None, retrieval_tools: Sequence[str] | None) -> bool:
+    if not retrieval_tools:
+        return True
+    return name is not None and any(fnmatch.fnmatchcase(name, p) for p in retrieval_tools)
+
+
+def _innermost(retrievers: list[Read], reads: list[Read]) -> list[Read]:
+    """The retrievers that hold no other retriever: an app's ``retrieve`` step around its
+    vector store's span returns the same documents, which count once."""
+    if len(retrievers) < 2:
+        return retrievers
+    parent = {r.span.span_id: r.span.parent_id for r in reads}
+    outer: set[str] = set()
+    for r in retrievers:
+        seen, up = set(), parent.get(r.span.span_id, "")
+        while up and up in parent and up not in seen:
+            seen.add(up)
+            outer.add(up)
+            up = parent[up]
+    return [r for r in retrievers if r.span.span_id not in outer]
+
+
+def assemble(spans: Sequence[Span], retrieval_tools: Sequence[str] | None = None) -> Assembled:
+    """The triple of a complete trace (see the module's documentation)."""
+    reads = sorted((_read(s) for s in spans), key=lambda r: r.span.start)
+    root_span = local_root(spans)
+    root = next(r for r in reads if r.span is root_span)
+    done = Assembled(trace_id=root_span.trace_id, spans=len(reads))
+    if root.kind in NOT_AN_ANSWER:
+        done.skipped = f"root_is_{root.kind.lower()}"
+        return done
+    retrievers = _innermost([r for r in reads if r.kind == "RETRIEVER"], reads)
+    llms = [r for r in reads if r.kind == "LLM"]
+    tools = [r for r in reads if r.kind == "TOOL"]
+
+    query = root.reader.question(root.span)
+    for r in retrievers:
+        query = query or r.reader.question(r.span)
+    for r in reversed(llms):
+        query = query or r.reader.question(r.span)
+
+    answer = root.reader.answer(root.span)
+    for r in reversed(llms):
+        answer = answer or r.reader.answer(r.span)
+
+    context = [doc for r in retrievers for doc in r.reader.documents(r.span)]
+    context_from = "retrieval"
+    if not context:
+        context_from = "tools"
+        for r in tools:
+            name, results = r.reader.tool(r.span)
+            if _tool_allowed(name, retrieval_tools):
+                context += results
+    if not context and llms:
+        # retrievals that name their documents without their text (the GenAI conventions'
+        # documents are {id, score}): the documents are where the app put them, in the
+        # system messages of its last LLM call
+        context_from = "system_messages"
+        context = llms[-1].reader.system(llms[-1].span)
+
+    metadata: dict[str, Any] = {"source": "otlp", "trace_id": root_span.trace_id}
+    app = _app(root_span, spans)
+    if app:
+        metadata["app"] = app
+    conventions = sorted({r.convention for r in reads if r.kind})
+    missing = [name for name, value in (("query", query), ("context", context),
+                                        ("answer", answer)) if not value]  # fmt: skip
+    if context and context_from != "retrieval":
+        metadata["otlp_context"] = context_from
+    if missing:
+        metadata["otlp"] = {
+            "conventions": conventions,
+            "root": {"name": root_span.name, "kind": root.kind or "unknown"},
+            "looked_for": {name: LOOKED_FOR[name] for name in missing},
+        }
+    done.missing = missing
+    done.triple = {
+        "id": root_span.trace_id,
         "query": query,
         "context": context,
         "answer": answer,
         "metadata": metadata,
     }
+    return done
+
+
+def triple_from(spans: list[Span]) -> dict[str, Any]:
+    """The triple of a complete trace; a trace that is not judged gives its skeleton."""
+    done = assemble(spans)
+    if done.triple is not None:
+        return done.triple
+    return {"id": done.trace_id, "query": None, "context": [], "answer": None, "metadata": {}}

@@ -8,10 +8,10 @@ import logging
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from veredito.producer.otlp.assemble import triple_from
+from veredito.producer.otlp.assemble import Assembled, assemble, local_root
 from veredito.producer.otlp.spans import Span
 
 __all__ = ["DROP_REASONS", "TraceAssembler", "span_size"]
@@ -69,24 +69,40 @@ def span_size(span: Span) -> int:
 class _Trace:
     """The pending spans of one trace of one tenant."""
 
-    __slots__ = ("bytes", "first_seen", "root", "spans")
+    __slots__ = ("bytes", "first_seen", "last_seen", "root", "spans")
 
     def __init__(self, first_seen: float) -> None:
         self.spans: list[Span] = []
         self.bytes = 0
         self.first_seen = first_seen
+        self.last_seen = first_seen
         self.root = False  # its root span is buffered: the trace completes at the end of add
+
+
+def root_like(span: Span) -> bool:
+    """A span that may be its service's entry (a chain, an agent, a workflow): when its parent
+    is not in the trace and no span has come for a while, it is the local root."""
+    attributes = span.attributes
+    kind = attributes.get("openinference.span.kind")
+    if kind is not None:
+        return str(kind).upper() in ("CHAIN", "AGENT")
+    if attributes.get("traceloop.span.kind") in ("workflow", "agent"):
+        return True
+    if attributes.get("langfuse.observation.type") in ("span", "agent", "chain"):
+        return True
+    return attributes.get("gen_ai.operation.name") in ("invoke_agent", "create_agent")
 
 
 class _Tenant:
     """One tenant's pending traces, oldest first, and what they hold."""
 
-    __slots__ = ("bytes", "spans", "traces")
+    __slots__ = ("bytes", "orphans", "spans", "traces")
 
     def __init__(self) -> None:
         self.traces: OrderedDict[str, _Trace] = OrderedDict()  # by trace id, in first-seen order
         self.spans = 0
         self.bytes = 0
+        self.orphans: dict[str, Span] = {}  # trace id: a root-like span with a parent
 
 
 class TraceAssembler:
@@ -108,6 +124,8 @@ class TraceAssembler:
         max_spans_per_trace: int = 2_000,
         log_interval: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
+        quiet: float = 2.0,
+        retrieval_tools: Sequence[str] | None = None,
     ) -> None:
         for name, bound in (
             ("max_traces", max_traces),
@@ -118,6 +136,9 @@ class TraceAssembler:
             if bound < 1:
                 raise ValueError(f"{name} must be at least 1, not {bound}")
         self.timeout = timeout
+        self.quiet = quiet  # an orphan root-like span with nothing new for this long: done
+        self.retrieval_tools = retrieval_tools
+        self.skipped: Counter[str] = Counter()  # traces not judged, by reason
         self.max_traces = max_traces
         self.max_spans = max_spans
         self.max_bytes = max_bytes
@@ -173,11 +194,18 @@ class TraceAssembler:
     # -- spans in, triples out ---------------------------------------------------------------
 
     def add(self, tenant: str, spans: Iterable[Span]) -> list[dict[str, Any]]:
-        """File the tenant's spans; return the triples of the traces their roots completed.
+        """File the tenant's spans; return the triples of the traces their roots completed (the
+        traces that are not judged, such as a retriever's own, are left out: see
+        :meth:`add_traces`)."""
+        return [done.triple for done in self.add_traces(tenant, spans) if done.triple]
 
-        A trace completes at the end of the call, so a root's children that come after it in the
-        same call are in its triple. O(spans): each span is sized once, and each eviction pops
-        a whole trace that was filed before.
+    def add_traces(self, tenant: str, spans: Iterable[Span]) -> list[Assembled]:
+        """File the tenant's spans; return what the traces their roots completed became.
+
+        A root is a span without a parent, or one whose parent the SDK marked remote (a service
+        behind a traced gateway). A trace completes at the end of the call, so a root's children
+        that come after it in the same call are in its triple. O(spans): each span is sized
+        once, and each eviction pops a whole trace that was filed before.
         """
         debug = log.isEnabledFor(logging.DEBUG)
         max_traces, max_spans = self.max_traces, self.max_spans
@@ -196,7 +224,7 @@ class TraceAssembler:
                 for span in spans:
                     size = span_size(span)
                     trace_id = span.trace_id
-                    first_root = not span.parent_id.strip("0")
+                    first_root = not span.parent_id.strip("0") or span.remote_parent
                     trace = traces.get(trace_id)
                     if trace is not None:
                         first_root = first_root and not trace.root
@@ -226,6 +254,9 @@ class TraceAssembler:
                         evicted += self._make_room(buffer, trace, size, debug)
                     if trace is None:
                         trace = traces[trace_id] = _Trace(now)
+                    trace.last_seen = now
+                    if not first_root and root_like(span):
+                        buffer.orphans.setdefault(trace_id, span)
                     trace.spans.append(span)
                     trace.bytes += size
                     buffer.spans += 1
@@ -235,9 +266,7 @@ class TraceAssembler:
                         roots[trace_id] = trace
                 for trace_id, trace in roots.items():
                     if traces.get(trace_id) is trace:  # not evicted since its root came
-                        del traces[trace_id]
-                        buffer.spans -= len(trace.spans)
-                        buffer.bytes -= trace.bytes
+                        self._take(buffer, trace_id)
                         ready.append(trace.spans)
             finally:
                 if not traces:
@@ -247,7 +276,23 @@ class TraceAssembler:
                 warning = self._report(now)
         if warning:
             log.warning(*warning)
-        return [triple_from(trace_spans) for trace_spans in ready]
+        return self._assembled(ready)
+
+    def _assembled(self, ready: list[list[Span]]) -> list[Assembled]:
+        done = [assemble(spans, self.retrieval_tools) for spans in ready]
+        skipped = [d.skipped for d in done if d.skipped]
+        if skipped:
+            with self._lock:
+                self.skipped.update(skipped)
+        return done
+
+    def _take(self, buffer: _Tenant, trace_id: str) -> _Trace:
+        """Take a trace out of its tenant's buffer."""
+        trace = buffer.traces.pop(trace_id)
+        buffer.spans -= len(trace.spans)
+        buffer.bytes -= trace.bytes
+        buffer.orphans.pop(trace_id, None)
+        return trace
 
     def _make_room(self, buffer: _Tenant, keep: _Trace | None, size: int, debug: bool) -> int:
         """Evict the tenant's oldest traces, but ``keep``, until one more span of ``size`` fits
@@ -267,6 +312,7 @@ class TraceAssembler:
                 continue
             buffer.spans -= len(trace.spans)
             buffer.bytes -= trace.bytes
+            buffer.orphans.pop(trace_id, None)
             evicted += 1
             if debug:
                 log.debug(
@@ -280,24 +326,53 @@ class TraceAssembler:
         return evicted
 
     def expire(self) -> int:
-        """Forget the traces, of every tenant, whose root has not come within ``timeout``
-        seconds of their first span; how many. O(tenants + expired traces)."""
+        """:meth:`expire_traces`, for callers that want only how many traces were forgotten."""
+        return self.expire_traces()[0]
+
+    def expire_traces(self) -> tuple[int, list[tuple[str, Assembled]]]:
+        """The traces that will get no root span, of every tenant:
+
+        - a trace holding a root-like span (a chain, an agent) whose parent is not in it, and
+          that got nothing new for ``quiet`` seconds: that span is its local root (its parent
+          is in another service), and the trace is assembled now;
+        - a trace whose root has not come within ``timeout`` seconds of its first span is
+          assembled from its local root when that is root-like (a chain, an agent: a service's
+          entry whose parent is elsewhere), else forgotten (``incomplete``: its root was lost).
+
+        Returns (traces forgotten, [(tenant, what each assembled trace became)]).
+        O(tenants + candidates + expired traces)."""
         debug = log.isEnabledFor(logging.DEBUG)
+        ready: list[tuple[str, list[Span]]] = []
         with self._lock:
             now = self._clock()
             horizon = now - self.timeout
+            still = now - self.quiet
             total = 0
             for tenant, buffer in list(self._tenants.items()):
                 traces = buffer.traces
+                for trace_id in list(buffer.orphans):
+                    trace = traces.get(trace_id)
+                    if trace is None:
+                        del buffer.orphans[trace_id]
+                        continue
+                    if trace.last_seen > still:
+                        continue
+                    root = local_root(trace.spans)
+                    if root.parent_id.strip("0") and root_like(root):
+                        self._take(buffer, trace_id)
+                        ready.append((tenant, trace.spans))
+                    else:
+                        del buffer.orphans[trace_id]
                 expired = 0
                 while traces:
                     trace_id = next(iter(traces))
                     trace = traces[trace_id]
                     if trace.first_seen > horizon:
                         break
-                    del traces[trace_id]
-                    buffer.spans -= len(trace.spans)
-                    buffer.bytes -= trace.bytes
+                    self._take(buffer, trace_id)
+                    if root_like(local_root(trace.spans)):
+                        ready.append((tenant, trace.spans))
+                        continue
                     expired += 1
                     if debug:
                         log.debug(
@@ -313,7 +388,8 @@ class TraceAssembler:
             warning = self._report(now)
         if warning:
             log.warning(*warning)
-        return total
+        assembled = self._assembled([spans for _, spans in ready])
+        return total, [(tenant, done) for (tenant, _), done in zip(ready, assembled, strict=True)]
 
     # -- counting and the summary line -------------------------------------------------------
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from veredito.producer.otlp.spans import PROTOBUF, OTLPError, Span
 
-__all__ = ["decode", "decode_iter", "empty_response"]
+__all__ = ["decode", "decode_iter", "empty_response", "partial_success"]
 
 
 def decode(data: bytes, content_type: str) -> list[Span]:
@@ -65,6 +65,8 @@ def _protobuf_spans(request: Any) -> Iterator[Span]:
                     start=int(span.start_time_unix_nano),
                     attributes={kv.key: _proto_value(kv.value) for kv in span.attributes},
                     service=service if isinstance(service, str) else None,
+                    resource=resource,
+                    flags=int(getattr(span, "flags", 0)),
                 )
 
 
@@ -98,6 +100,8 @@ def _decode_json(body: dict[str, Any]) -> Iterator[Span]:
                     start=_int(span.get("startTimeUnixNano")),
                     attributes=_json_attributes(span.get("attributes")),
                     service=service if isinstance(service, str) else None,
+                    resource=resource,
+                    flags=_int(span.get("flags")),
                 )
 
 
@@ -142,3 +146,22 @@ def empty_response(content_type: str) -> tuple[bytes, str]:
     if content_type == PROTOBUF:
         return b"", PROTOBUF  # all fields at their defaults: zero bytes
     return b"{}", "application/json"
+
+
+def partial_success(content_type: str, rejected_spans: int, message: str) -> tuple[bytes, str]:
+    """An ``ExportTraceServiceResponse`` that says ``rejected_spans`` spans could not become a
+    triple and why (OTLP's ``partial_success``), in the request's encoding; the full success's
+    empty body when none was rejected."""
+    if rejected_spans <= 0:
+        return empty_response(content_type)
+    if content_type == PROTOBUF:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceResponse,
+        )
+
+        response = ExportTraceServiceResponse()
+        response.partial_success.rejected_spans = rejected_spans
+        response.partial_success.error_message = message
+        return response.SerializeToString(), PROTOBUF
+    body = {"partialSuccess": {"rejectedSpans": str(rejected_spans), "errorMessage": message}}
+    return json.dumps(body).encode(), "application/json"

@@ -2,12 +2,14 @@
 
 - kind: ``openinference.span.kind`` (``LLM``, ``RETRIEVER``, ``CHAIN``, ``AGENT``, ``TOOL``,
   ``EMBEDDING`` …);
-- a span's input and output: ``input.value``/``output.value``; when their ``*.mime_type`` is
-  ``application/json``, the value's ``query``/``question``/``input`` (or ``answer``/``output``/
-  ``text``) field;
+- a span's input and output: ``input.value``/``output.value``; JSON values (``*.mime_type``
+  ``application/json``) are read for the user's last message or a ``query``/``question``/``input``
+  field (the input), the assistant's text or an ``answer``/``output``/``text`` field (the output),
+  never taken whole;
 - an LLM span's messages: ``llm.input_messages.N.message.role``/``.content`` (the last user
   message is the question), ``llm.output_messages.0.message.content``;
-- a retriever's documents: ``retrieval.documents.N.document.content``, in N order.
+- a retriever's documents: ``retrieval.documents.N.document.content``, in N order;
+- a tool call: ``tool.name``, its result the span's output.
 """
 
 from __future__ import annotations
@@ -15,26 +17,61 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from veredito.producer.otlp import messages
 from veredito.producer.otlp.spans import Span
 
 __all__ = [
     "ANSWER_KEYS",
     "QUERY_KEYS",
+    "answer",
     "completion",
     "documents",
     "indexed",
     "kind",
     "prompt",
+    "question",
+    "recognise",
+    "system",
     "text",
+    "tool",
 ]
 
 QUERY_KEYS = ("query", "question", "input", "user_input")
 ANSWER_KEYS = ("answer", "output", "text", "response")
 
 
+def recognise(span: Span) -> bool:
+    return "openinference.span.kind" in span.attributes
+
+
 def kind(span: Span) -> str:
     """The span's OpenInference kind, upper case; empty when it has none."""
     return str(span.attributes.get("openinference.span.kind") or "").upper()
+
+
+def question(span: Span) -> str | None:
+    """What the span was asked: an LLM span's last user message, else its input as a question."""
+    if kind(span) == "LLM":
+        found = prompt(span)
+        if found:
+            return found
+    return messages.question_text(span.attributes.get("input.value"))
+
+
+def answer(span: Span) -> str | None:
+    """What the span answered: an LLM span's assistant message, else its output as an answer."""
+    if kind(span) == "LLM":
+        found = completion(span)
+        if found:
+            return found
+    return messages.answer_text(span.attributes.get("output.value"))
+
+
+def tool(span: Span) -> tuple[str | None, list[str]]:
+    name = span.attributes.get("tool.name")
+    return (name if isinstance(name, str) else None), messages.documents_in(
+        span.attributes.get("output.value")
+    )
 
 
 def text(span: Span, prefix: str, keys: tuple[str, ...]) -> str | None:
@@ -89,3 +126,13 @@ def documents(span: Span) -> list[str]:
         for doc in indexed(span.attributes, "retrieval.documents.", ".document.content")
         if isinstance(doc, str) and doc.strip()
     ]
+
+
+def system(span: Span) -> list[str]:
+    """An LLM span's system messages."""
+    pairs = zip(
+        indexed(span.attributes, "llm.input_messages.", ".message.role"),
+        indexed(span.attributes, "llm.input_messages.", ".message.content"),
+        strict=False,
+    )
+    return [c for role, c in pairs if role == "system" and isinstance(c, str) and c.strip()]

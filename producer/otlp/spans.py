@@ -14,6 +14,11 @@ class OTLPError(ValueError):
     """The body is not an OTLP trace export; the message says why."""
 
 
+# OTLP's span flags: whether the parent's context says if it is remote, and that it is
+HAS_IS_REMOTE = 0x100
+IS_REMOTE = 0x200
+
+
 @dataclass
 class Span:
     trace_id: str
@@ -23,3 +28,12 @@ class Span:
     start: int
     attributes: dict[str, Any]
     service: str | None = None
+    resource: dict[str, Any] | None = None  # shared by the spans of one resource
+    flags: int = 0
+
+    @property
+    def remote_parent(self) -> bool:
+        """Its parent is in another process (the SDK said so): this is the local root."""
+        return bool(self.parent_id.strip("0")) and (
+            self.flags & (HAS_IS_REMOTE | IS_REMOTE) == HAS_IS_REMOTE | IS_REMOTE
+        )

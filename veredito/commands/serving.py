@@ -14,7 +14,7 @@ log = logging.getLogger("veredito")
 
 
 def serve(args: argparse.Namespace, settings: Settings) -> int:
-    from veredito.producer.ingest import TokenError, Tokens
+    from veredito.producer.ingest import LangfuseKeys, TokenError, Tokens
     from veredito.producer.serve import IngestConfig
     from veredito.serving.guard import HostPolicy, serve_forever
     from veredito.web.app import make_app
@@ -23,10 +23,12 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     tokens = settings.ingest_tokens.get_secret_value() if settings.ingest_tokens else None
     read_tokens = settings.read_tokens.get_secret_value() if settings.read_tokens else None
     review_spec = settings.review_tokens.get_secret_value() if settings.review_tokens else None
+    langfuse = settings.langfuse_keys.get_secret_value() if settings.langfuse_keys else None
     try:
         ingest_tokens = Tokens(tokens)
         reading_tokens = Tokens(read_tokens, "VEREDITO_READ_TOKENS")
         reviewers = ReviewTokens(review_spec)
+        langfuse_keys = LangfuseKeys(langfuse, ingest_tokens)
     except TokenError as exc:
         print(f"veredito: {exc}", file=sys.stderr)
         return 2
@@ -40,6 +42,10 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
         max_backlog=settings.ingest_max_backlog,
         backlog_interval=settings.ingest_backlog_interval,
         trace_timeout=settings.ingest_trace_timeout,
+        trace_quiet=settings.ingest_trace_quiet,
+        retrieval_tools=tuple(
+            t.strip() for t in (settings.otlp_retrieval_tools or "").split(",") if t.strip()
+        ),
         limits=settings.limits,
         sample_rate=settings.sample_rate,
         dedup=dedup_window(settings),
@@ -49,6 +55,7 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
         otlp_max_spans=settings.otlp_max_spans,
         otlp_max_bytes=settings.otlp_max_bytes,
         body_timeout=settings.serve_body_timeout,
+        langfuse_keys=langfuse_keys or None,
         # on loopback, a request that needs no token (open reads, ingest with
         # --insecure-no-auth) must name a loopback host: DNS rebinding otherwise lets any web
         # page the operator opens in a browser read or post through it

@@ -213,6 +213,26 @@ def openapi() -> dict[str, Any]:
     result = {
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Accepted"}}}
     }
+    otlp_route: dict[str, Any] = {
+        "post": {
+            "summary": "OTLP/HTTP trace export; spans become triples per trace",
+            "requestBody": {
+                "required": True,
+                "content": {
+                    PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
+                    "application/json": {"schema": {"type": "object"}},
+                },
+            },
+            "responses": {
+                "200": {
+                    "description": "ExportTraceServiceResponse: empty for a full success; "
+                    "partial_success with rejected_spans and the first reasons when spans "
+                    "could not become a triple"
+                },
+                **errors,
+            },
+        }
+    }
     read_schemes, read_schemas, read_paths = openapi_part()
     return {
         "openapi": "3.1.0",
@@ -320,20 +340,12 @@ def openapi() -> dict[str, Any]:
                     "responses": {"202": {"description": "all queued", **result}, **errors},
                 }
             },
-            "/v1/traces": {
+            "/v1/traces": otlp_route,
+            "/api/public/otel/v1/traces": {
                 "post": {
-                    "summary": "OTLP/HTTP trace export; spans become triples per trace",
-                    "requestBody": {
-                        "required": True,
-                        "content": {
-                            PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
-                            "application/json": {"schema": {"type": "object"}},
-                        },
-                    },
-                    "responses": {
-                        "200": {"description": "ExportTraceServiceResponse (full success)"},
-                        **errors,
-                    },
+                    **otlp_route["post"],
+                    "summary": "Langfuse's OTLP route (its SDK v3): the same as /v1/traces; "
+                    "HTTP Basic public:secret of VEREDITO_LANGFUSE_KEYS stands for its token",
                 }
             },
             "/api/v1/traces": {

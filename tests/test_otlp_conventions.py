@@ -1,0 +1,282 @@
+"""Every tracing stack's spans read into the right triple (issue 28): OTLP exports recorded from
+the real instrumentations (``tests/data/otlp/README.md``), assembled offline and posted to a real
+``serve`` with a real broker; Langfuse's route and Basic auth; OTLP's ``partial_success``; the
+local root whose parent is remote; a rejected verdict that keeps what was mapped."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+import urllib.request
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.test_serve import queued, serving
+from tests.test_serve import rabbitmq as rabbitmq  # the fixture
+from veredito.producer.otlp import PROTOBUF, Span, TraceAssembler, assemble, decode
+
+DATA = ROOT / "tests" / "data" / "otlp"
+FIRST = "O prazo de arrependimento é de 7 dias a partir do recebimento do produto."
+SECOND = "A multa por atraso é de 2% sobre o valor da parcela."
+DOC_PRAZO = (
+    "O prazo de arrependimento é de 7 dias a partir do recebimento do produto (art. 49 do CDC). "
+    "O consumidor pode desistir da compra feita fora do estabelecimento."
+)
+DOC_MULTA = "A multa por atraso no pagamento é de 2% sobre o valor da parcela."
+TOKEN = "tok-a-4c1b9e77d2f0"  # tests/test_serve.py's TOKENS: an unscoped one
+SAC = "tok-sac-5d2e8a91c3"  # and the sac app's
+
+# stack: (app, [(query, context, answer) of each question, in order])
+EXPECTED: dict[str, tuple[str | None, list[tuple[str, list[str], str]]]] = {
+    "openinference-langchain": ("rag-pt-openinference", [
+        ("Qual o prazo para desistir da compra?", [DOC_PRAZO, DOC_MULTA], FIRST),
+        ("Qual é a multa por atraso?", [DOC_MULTA], SECOND),
+    ]),
+    "openinference-remote-parent": ("rag-backend", [
+        ("Qual o prazo para desistir da compra?", [DOC_PRAZO, DOC_MULTA], FIRST),
+        ("Qual é a multa por atraso?", [DOC_MULTA], SECOND),
+    ]),
+    "openllmetry-langchain": ("rag-pt-openllmetry", [
+        ("Qual o prazo para desistir da compra?", [DOC_PRAZO, DOC_MULTA], FIRST),
+        ("Qual é a multa por atraso?", [DOC_MULTA], SECOND),
+    ]),
+    "openllmetry-decorators": ("rag-pt-openllmetry", [
+        ("Qual o prazo para desistir da compra?", [DOC_PRAZO, DOC_MULTA], FIRST),
+        ("Qual é a multa por atraso?", [DOC_MULTA], SECOND),
+    ]),
+    "langfuse-v3": (None, [
+        ("Qual é o prazo de arrependimento para compras online?",
+         ["O prazo de arrependimento é de 7 dias (art. 49 do CDC).",
+          "A garantia legal para produtos duráveis é de 90 dias."], FIRST),
+        ("Qual é a multa por atraso no pagamento?",
+         ["A multa por atraso no pagamento é de 2% sobre o valor da parcela.",
+          "O prazo de arrependimento é de 7 dias (art. 49 do CDC)."], SECOND),
+    ]),
+    "logfire-pydantic-ai": ("app-logfire-rag", [
+        ("Qual o prazo para desistir da compra?",
+         ["O prazo de arrependimento é de 7 dias (art. 49 do CDC)."], FIRST),
+        ("Qual a multa por atraso?",
+         ["A multa por atraso de pagamento é de 2% sobre o valor da parcela."], SECOND),
+    ]),
+}  # fmt: skip
+
+
+def bodies(stack: str, kind: str = "traces") -> list[bytes]:
+    return [p.read_bytes() for p in sorted((DATA / stack).glob(f"*-{kind}.pb"))]
+
+
+def assembled(stack: str) -> list[Any]:
+    assembler = TraceAssembler(quiet=0.0)
+    done = []
+    for body in bodies(stack):
+        done += assembler.add_traces("t", decode(body, PROTOBUF))
+    return done
+
+
+@pytest.mark.parametrize("stack", sorted(EXPECTED))
+def test_each_stack_reads_into_the_questions_context_and_answer(stack: str) -> None:
+    app, questions = EXPECTED[stack]
+    done = [d for d in assembled(stack) if d.triple is not None]
+    got = [(d.triple["query"], d.triple["context"], d.triple["answer"]) for d in done]
+    assert got == questions
+    for d in done:
+        assert d.triple["metadata"].get("app") == app
+        assert "otlp" not in d.triple["metadata"]  # nothing missing
+
+
+def test_genai_documents_without_text_take_the_system_message() -> None:
+    """The GenAI conventions' retrieval documents are {id, score}: the text is where the app put
+    it, in the system message of its chat call; the triple says so."""
+    (first, second) = assembled("genai-openai-v2-span-content")
+    assert first.triple["query"] == "Qual é o prazo para desistir de uma compra online?"
+    assert first.triple["answer"] == FIRST
+    (context,) = first.triple["context"]
+    assert "O prazo de arrependimento é de 7 dias (art. 49 do CDC)" in context
+    assert first.triple["metadata"]["otlp_context"] == "system_messages"
+    assert second.triple["answer"] == SECOND
+
+
+def test_a_retrievers_own_trace_is_not_judged_as_an_answer() -> None:
+    """Found: the retriever's trace (no span around the retriever and the LLM) was judged with
+    the retriever's output JSON as the answer: a false PRAZO_VALOR on a document's UUID."""
+    done = assembled("openinference-separate")
+    assert [d.skipped for d in done] == ["root_is_retriever", None, "root_is_retriever", None]
+    for d in done:
+        if d.triple is not None:
+            assert d.triple["answer"] in (FIRST, SECOND)  # never a retriever's output
+            assert not d.triple["answer"].lstrip().startswith("{")
+
+
+def test_every_span_is_not_an_llm_call_in_openllmetry() -> None:
+    """Found: every OpenLLMetry span carries gen_ai.operation.name, and each counted as an LLM."""
+    from veredito.producer.otlp.assemble import _read
+
+    spans = [s for body in bodies("openllmetry-langchain") for s in decode(body, PROTOBUF)]
+    kinds = [_read(s).kind for s in spans if s.trace_id == spans[0].trace_id]
+    assert all("gen_ai.operation.name" in s.attributes for s in spans)
+    assert kinds.count("LLM") == 1 and kinds.count("RETRIEVER") == 1
+
+
+def test_a_local_root_with_a_remote_parent_completes_its_trace_at_once() -> None:
+    """Found: behind a traced gateway the root's parent never arrives, and the trace was dropped
+    as incomplete after 30 s. The SDK marks the parent remote (flags 0x300)."""
+    assembler = TraceAssembler(timeout=30)
+    done = []
+    for body in bodies("openinference-remote-parent"):
+        done += assembler.add_traces("t", decode(body, PROTOBUF))
+    assert len(done) == 2 and len(assembler) == 0
+
+
+def test_a_local_root_without_the_flag_completes_after_a_quiet_spell() -> None:
+    """An exporter that does not say the parent is remote (OTLP/JSON, older SDKs): a chain whose
+    parent is not in the trace, with nothing new for ``quiet`` seconds, is the local root."""
+    now = [0.0]
+    assembler = TraceAssembler(timeout=30, quiet=2.0, clock=lambda: now[0])
+    spans = [s for body in bodies("openinference-remote-parent") for s in decode(body, PROTOBUF)]
+    for span in spans:
+        span.flags = 0x100  # "has is-remote" without "is remote": as if nobody said
+    assert assembler.add_traces("t", spans) == []
+    now[0] = 1.0
+    assert assembler.expire_traces() == (0, [])
+    now[0] = 2.5
+    dropped, done = assembler.expire_traces()
+    assert dropped == 0 and len(done) == 2
+    assert done[0][1].triple["query"] == "Qual o prazo para desistir da compra?"
+
+
+def test_chat_messages_in_input_values_give_the_question_not_the_json() -> None:
+    root = Span("t1", "r", "", "agent", 1, {
+        "openinference.span.kind": "AGENT",
+        "input.value": json.dumps({"messages": [
+            {"role": "system", "content": "Responda em português."},
+            {"role": "user", "content": "Qual o prazo?"}]}),
+        "input.mime_type": "application/json",
+        "output.value": json.dumps({"role": "assistant", "content": "Sete dias."}),
+        "output.mime_type": "application/json",
+    })  # fmt: skip
+    retriever = Span("t1", "c", "r", "busca", 0, {
+        "openinference.span.kind": "RETRIEVER",
+        "retrieval.documents.0.document.content": "O prazo é de sete dias.",
+    })  # fmt: skip
+    triple = assemble([retriever, root]).triple
+    assert triple is not None
+    assert (triple["query"], triple["answer"]) == ("Qual o prazo?", "Sete dias.")
+
+
+def test_tools_that_retrieve_are_named_by_configuration() -> None:
+    spans = [s for body in bodies("logfire-pydantic-ai") for s in decode(body, PROTOBUF)]
+    first = [s for s in spans if s.trace_id == spans[0].trace_id]
+    assert assemble(first).triple["context"]
+    assert assemble(first, retrieval_tools=["buscar_*"]).triple["context"]
+    other = assemble(first, retrieval_tools=["calculadora"]).triple
+    assert other["context"] != assemble(first).triple["context"]  # not the tool's results
+
+
+# -- through serve ------------------------------------------------------------------------------
+def post(base: str, path: str, body: bytes, authorization: str) -> tuple[int, bytes, str]:
+    request = urllib.request.Request(base + path, data=body, method="POST")
+    request.add_header("Content-Type", PROTOBUF)
+    request.add_header("Authorization", authorization)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read(), response.headers.get("Content-Type", "")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read(), exc.headers.get("Content-Type", "")
+
+
+@pytest.mark.broker
+def test_langfuse_posts_to_its_route_with_its_keys(rabbitmq: str) -> None:
+    """A Langfuse user changes only the host: its OTLP route, its Basic public:secret."""
+    keys = f"pk-lf-1234567890:sk-lf-abcdef-0123456789:{SAC}"
+    basic = "Basic " + base64.b64encode(b"pk-lf-1234567890:sk-lf-abcdef-0123456789").decode()
+    wrong = "Basic " + base64.b64encode(b"pk-lf-1234567890:sk-lf-nope-00000000000").decode()
+    (body,) = bodies("langfuse-v3")
+    with serving(rabbitmq, VEREDITO_LANGFUSE_KEYS=keys) as base:
+        assert post(base, "/api/public/otel/v1/traces", body, wrong)[0] == 401
+        status, answer, content_type = post(base, "/api/public/otel/v1/traces", body, basic)
+        assert status == 200 and content_type == PROTOBUF and answer == b""
+    envelopes = queued(rabbitmq)
+    got = [(e["triple"]["query"], e["triple"]["answer"]) for e in envelopes]
+    assert sorted(got) == sorted((q, a) for q, _, a in EXPECTED["langfuse-v3"][1])
+    assert {e["triple"]["metadata"]["app"] for e in envelopes} == {"sac"}  # the token's app
+
+
+@pytest.mark.broker
+def test_spans_that_make_no_triple_are_told_in_partial_success(rabbitmq: str) -> None:
+    """Found: the exporter was told 200 with an empty body while its traces were rejected."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceResponse,
+    )
+
+    retriever_only = bodies("openinference-separate")[0]  # a retriever's own trace
+    with serving(rabbitmq) as base:
+        status, answer, _ = post(base, "/v1/traces", retriever_only, f"Bearer {TOKEN}")
+        response = ExportTraceServiceResponse()
+        response.ParseFromString(answer)
+        assert status == 200 and response.partial_success.rejected_spans == 1
+        assert "not judged (root is retriever)" in response.partial_success.error_message
+        # the same in OTLP/JSON; and a trace with no context, rejected, names what was missing
+        orphan_llm = {"resourceSpans": [{"scopeSpans": [{"spans": [{
+            "traceId": "5" * 32, "spanId": "6" * 16, "name": "chat",
+            "attributes": [
+                {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+                {"key": "gen_ai.input.messages", "value": {"stringValue": json.dumps(
+                    [{"role": "user", "parts": [{"type": "text", "content": "Qual o prazo?"}]}])}},
+                {"key": "gen_ai.output.messages", "value": {"stringValue": json.dumps(
+                    [{"role": "assistant", "parts": [{"type": "text", "content": "7 dias."}]}])}},
+            ]}]}]}]}  # fmt: skip
+        request = urllib.request.Request(
+            base + "/v1/traces", data=json.dumps(orphan_llm).encode(), method="POST"
+        )
+        request.add_header("Content-Type", "application/json")
+        request.add_header("Authorization", f"Bearer {TOKEN}")
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            said = json.loads(reply.read())
+    assert said["partialSuccess"]["rejectedSpans"] == "1"
+    message = said["partialSuccess"]["errorMessage"]
+    assert "context" in message and "looked for" in message
+    (envelope,) = queued(rabbitmq)  # the rejected trace still becomes a (rejected) verdict
+    assert envelope["triple"]["query"] == "Qual o prazo?"
+    assert (
+        "gen_ai.retrieval.documents"
+        in envelope["triple"]["metadata"]["otlp"]["looked_for"]["context"]
+    )
+
+
+@pytest.mark.broker
+def test_a_service_behind_a_traced_gateway_gets_its_verdicts_at_once(rabbitmq: str) -> None:
+    bodies_ = bodies("openinference-remote-parent")
+    with serving(rabbitmq) as base:
+        started = time.monotonic()
+        for body in bodies_:
+            assert post(base, "/v1/traces", body, f"Bearer {TOKEN}")[0] == 200
+        deadline = started + 5
+        envelopes: list[dict[str, Any]] = []
+        while len(envelopes) < 2:
+            assert time.monotonic() < deadline, "no triples within 5 s of the last span"
+            envelopes += queued(rabbitmq)
+            time.sleep(0.1)
+    assert sorted(e["triple"]["answer"] for e in envelopes) == sorted([FIRST, SECOND])
+
+
+def test_a_rejected_triple_keeps_what_was_mapped() -> None:
+    """Found: the rejected verdict's input was null, so nobody could see what was mapped."""
+    from veredito.worker.judges.rules import RulesJudge
+    from veredito.worker.pipeline import Pipeline
+
+    raw = {
+        "id": "abc",
+        "query": "Qual o prazo?",
+        "context": [],
+        "answer": "Sete dias.",
+        "metadata": {"app": "sac", "otlp": {"looked_for": {"context": "retriever spans' docs"}}},
+    }
+    outcome = asyncio.run(Pipeline(RulesJudge()).evaluate({"triple": raw, "source": None}))
+    verdict = outcome.verdict
+    assert verdict.status == "rejected" and verdict.input is not None
+    assert (verdict.input.query, verdict.input.answer) == ("Qual o prazo?", "Sete dias.")
+    assert verdict.error is not None and "looked for retriever spans' docs" in verdict.error.message
