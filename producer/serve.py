@@ -52,6 +52,7 @@ from veredito.producer.otlp import (
     decode,
     partial_success,
 )
+from veredito.producer.otlp.logs import Event, decode_logs, partial_logs_success
 from veredito.producer.publish import task_outgoing
 from veredito.producer.sampling import Dedup, sampled_in
 from veredito.producer.triple import (
@@ -70,7 +71,7 @@ log = logging.getLogger(__name__)
 
 JSON_TYPES = ("application/json", NDJSON)
 LANGFUSE_ROUTE = "/api/public/otel/v1/traces"  # the Langfuse SDK's OTLP export (v3)
-INGEST_ROUTES = ("/v1/triples", "/v1/traces", "/api/v1/traces", LANGFUSE_ROUTE)
+INGEST_ROUTES = ("/v1/triples", "/v1/traces", "/v1/logs", "/api/v1/traces", LANGFUSE_ROUTE)
 EXPIRE_INTERVAL = 1.0  # seconds between two looks for OTLP traces past their timeout
 CONFIG: web.AppKey[IngestConfig] = web.AppKey("config")
 STATE: web.AppKey[State] = web.AppKey("state")
@@ -87,6 +88,7 @@ class IngestConfig:
     backlog_interval: float = 1.0  # seconds between two reads of the queue's depth
     trace_timeout: float = 30.0
     trace_quiet: float = 2.0  # an orphan chain/agent root with nothing new for this long: done
+    event_wait: float = 5.0  # a complete trace's wait for its LLM calls' GenAI events
     retrieval_tools: tuple[str, ...] = ()  # tools whose results are an agent's context; () all
     sample_rate: float = 1.0
     dedup: Dedup | None = None
@@ -433,6 +435,59 @@ async def publish_traces(
     return rejected_spans, reasons
 
 
+def _otlp_events(data: bytes, content_type: str, limit: int) -> list[Event]:
+    events = decode_logs(data, content_type)
+    if len(events) > limit:
+        raise TooManyItems(len(events), limit)
+    return events
+
+
+async def post_otlp_logs(request: web.Request) -> web.Response:
+    """OTLP/HTTP logs: the GenAI events among them (the messages of LLM calls, when an
+    instrumentation sends them as events) wait beside their trace's spans, in their token's own
+    buffer, and join them when the trace is assembled. Other records are ignored."""
+    config, state = request.app[CONFIG], request.app[STATE]
+    grant = authorize(request)
+    content_type = request.content_type
+    if content_type not in (PROTOBUF, "application/json"):
+        raise JsonError(
+            415,
+            "unsupported_media_type",
+            f"OTLP/HTTP is {PROTOBUF} or application/json, not {content_type or 'nothing'}",
+        )
+    check_ready(state, config)
+    data = await read_data(request)
+    loop = asyncio.get_running_loop()
+    limit = config.otlp_max_spans_per_request
+    try:
+        if len(data) > HEAVY_BYTES and HEAVY in request.app:
+            events = await request.app[HEAVY].run(_otlp_events, data, content_type, limit)
+        else:
+            events = await loop.run_in_executor(None, _otlp_events, data, content_type, limit)
+    except TooManyItems as exc:
+        raise JsonError(
+            413,
+            "too_many_items",
+            f"the export carries {exc.count} GenAI events, over the limit of {exc.limit} per "
+            "request (VEREDITO_OTLP_MAX_SPANS_PER_REQUEST): export smaller batches",
+        ) from None
+    except OTLPError as exc:
+        raise JsonError(400, "invalid_body", str(exc)) from None
+    del data
+    state.apps.setdefault(grant.tenant, grant.app or "unscoped")
+    state.grants[grant.tenant] = grant
+    done = await loop.run_in_executor(None, _assemble_events, state, grant.tenant, events)
+    await publish_traces(request.app, grant, done)
+    body, response_type = partial_logs_success(content_type, 0, "")
+    return web.Response(body=body, content_type=response_type)
+
+
+def _assemble_events(state: State, tenant: str, events: list[Event]) -> list[Assembled]:
+    done = state.assembler.add_events(tenant, events)
+    export_drops(state)
+    return done
+
+
 def _assemble(state: State, tenant: str, spans: list[Span]) -> list[Assembled]:
     """In an executor thread: the spans into the tenant's buffer, the drops into the metrics."""
     done = state.assembler.add_traces(tenant, spans)
@@ -561,6 +616,7 @@ def add_ingest(
         app.router.add_post("/v1/triples", post_triples)
         app.router.add_post("/v1/traces", post_otlp)
         app.router.add_post(LANGFUSE_ROUTE, post_otlp)
+        app.router.add_post("/v1/logs", post_otlp_logs)
         app.router.add_post("/api/v1/traces", post_aferiq)
         app.router.add_route("HEAD", "/api/v1/traces", head_aferiq)
     app[STATE] = State(
@@ -573,6 +629,7 @@ def add_ingest(
             max_bytes=config.otlp_max_bytes,
             quiet=config.trace_quiet,
             retrieval_tools=config.retrieval_tools or None,
+            event_wait=config.event_wait,
         ),
     )
     app.on_startup.append(on_startup)

@@ -280,3 +280,46 @@ def test_a_rejected_triple_keeps_what_was_mapped() -> None:
     assert verdict.status == "rejected" and verdict.input is not None
     assert (verdict.input.query, verdict.input.answer) == ("Qual o prazo?", "Sete dias.")
     assert verdict.error is not None and "looked for retriever spans' docs" in verdict.error.message
+
+
+# -- GenAI events on /v1/logs ---------------------------------------------------------------------
+def test_genai_events_join_their_spans_and_a_trace_waits_for_them() -> None:
+    """Found: with the content captured as events, the instrumentation exports to /v1/logs:
+    404, and the spans alone made a trace rejected for a null query."""
+    from veredito.producer.otlp.logs import decode_logs
+
+    now = [0.0]
+    assembler = TraceAssembler(event_wait=5.0, clock=lambda: now[0])
+    (traces,) = bodies("genai-openai-v2-event-content")
+    (logs,) = bodies("genai-openai-v2-event-content", "logs")
+    assert assembler.add_traces("t", decode(traces, PROTOBUF)) == []  # held for the events
+    events = decode_logs(logs, PROTOBUF)
+    assert assembler.add_events("other-tenant", events) == []  # never another token's trace
+    done = assembler.add_events("t", events)
+    assert [d.triple["answer"] for d in done] == [FIRST, SECOND]
+    assert done[0].triple["query"] == "Qual é o prazo para desistir de uma compra online?"
+    assert "O prazo de arrependimento é de 7 dias" in done[0].triple["context"][0]
+    # without its events, a held trace goes as it is once the wait is over
+    assembler.add_traces("t2", decode(traces, PROTOBUF))
+    now[0] = 4.0
+    assert assembler.expire_traces()[1] == []
+    now[0] = 5.5
+    late = assembler.expire_traces()[1]
+    assert [t for t, _ in late] == ["t2", "t2"] and all(d.missing for _, d in late)
+
+
+@pytest.mark.broker
+def test_logs_route_takes_genai_events_per_tenant(rabbitmq: str) -> None:
+    (traces,) = bodies("genai-openai-v2-event-content")
+    (logs,) = bodies("genai-openai-v2-event-content", "logs")
+    with serving(rabbitmq) as base:
+        assert post(base, "/v1/traces", traces, f"Bearer {TOKEN}")[0] == 200
+        assert post(base, "/v1/logs", logs, f"Bearer {SAC}")[0] == 200  # another tenant's
+        assert post(base, "/v1/logs", b"\x00garbage", f"Bearer {TOKEN}")[0] == 400
+        assert post(base, "/v1/logs", logs, "Bearer nope-nope-nope-nope")[0] == 401
+        assert queued(rabbitmq) == []  # still waiting for its own tenant's events
+        status, answer, content_type = post(base, "/v1/logs", logs, f"Bearer {TOKEN}")
+        assert status == 200 and content_type == PROTOBUF and answer == b""
+        envelopes = queued(rabbitmq)
+    assert sorted(e["triple"]["answer"] for e in envelopes) == sorted([FIRST, SECOND])
+    assert all(e["triple"]["context"] for e in envelopes)

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from veredito.commands import pipeline, reviewing, serving
+from veredito.commands import otlp, pipeline, reviewing, serving
 from veredito.worker.logs import configure_logging
 from veredito.worker.settings import Settings
 
@@ -166,6 +166,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="claims by gold and predicted verdict (grounded, partial, invented, contradicted)",
     )
+    otlp = sub.add_parser("otlp", help="OpenTelemetry traces: what serve makes of them")
+    otlp_sub = otlp.add_subparsers(dest="otlp_command", required=True)
+    explain = otlp_sub.add_parser(
+        "explain",
+        help="the triple each trace of an OTLP export would become, and why (no broker)",
+    )
+    explain.add_argument(
+        "file", help="an OTLP/JSON export (one per line is fine) or a protobuf body; - for stdin"
+    )
+    explain.add_argument("--json", action="store_true", help="one JSON object per trace")
     labels = sub.add_parser("labels", help="reviewers' labels (spec §16)")
     labels_sub = labels.add_subparsers(dest="labels_command", required=True)
     export = labels_sub.add_parser(
@@ -228,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         "replay": pipeline.replay,
         "serve": serving.serve,
         "labels": reviewing.labels,
+        "otlp": otlp.explain,
     }
     return handler[args.command](args, settings)
 

@@ -195,6 +195,12 @@ class Settings(BaseSettings):
         description="serve: Langfuse key pairs taken as ingest tokens on /api/public/otel/v1/"
         "traces, public:secret:ingest-token, comma-separated",
     )
+    otlp_event_wait: float = Field(
+        default=5.0,
+        ge=0,
+        description="serve: seconds a complete OTLP trace whose LLM calls carry no messages waits "
+        "for them as GenAI events on /v1/logs; 0 never waits",
+    )
     otlp_retrieval_tools: str | None = Field(
         default=None,
         description="serve: the tools whose results are an agent's context (names or globs, "

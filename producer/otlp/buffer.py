@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from veredito.producer.otlp.assemble import Assembled, assemble, local_root
+from veredito.producer.otlp.logs import Event, apply_events, needs_events
 from veredito.producer.otlp.spans import Span
 
 __all__ = ["DROP_REASONS", "TraceAssembler", "span_size"]
@@ -69,14 +70,25 @@ def span_size(span: Span) -> int:
 class _Trace:
     """The pending spans of one trace of one tenant."""
 
-    __slots__ = ("bytes", "first_seen", "last_seen", "root", "spans")
+    __slots__ = ("bytes", "events", "first_seen", "hold_until", "last_seen", "root", "spans")
 
     def __init__(self, first_seen: float) -> None:
         self.spans: list[Span] = []
+        self.events: list[Event] = []  # GenAI events from /v1/logs, joined at assembly
         self.bytes = 0
         self.first_seen = first_seen
         self.last_seen = first_seen
         self.root = False  # its root span is buffered: the trace completes at the end of add
+        self.hold_until: float | None = None  # complete, waiting for its LLM calls' events
+
+    def count(self) -> int:
+        """Its spans and events: what counts against the tenant's ``max_spans``."""
+        return len(self.spans) + len(self.events)
+
+    def waits_for_events(self) -> bool:
+        """An LLM call in it has no messages, and no event for it has come yet."""
+        described = {e.span_id for e in self.events}
+        return any(needs_events(s) and s.span_id not in described for s in self.spans)
 
 
 def root_like(span: Span) -> bool:
@@ -96,13 +108,14 @@ def root_like(span: Span) -> bool:
 class _Tenant:
     """One tenant's pending traces, oldest first, and what they hold."""
 
-    __slots__ = ("bytes", "orphans", "spans", "traces")
+    __slots__ = ("bytes", "held", "orphans", "spans", "traces")
 
     def __init__(self) -> None:
         self.traces: OrderedDict[str, _Trace] = OrderedDict()  # by trace id, in first-seen order
         self.spans = 0
         self.bytes = 0
         self.orphans: dict[str, Span] = {}  # trace id: a root-like span with a parent
+        self.held: dict[str, _Trace] = {}  # complete traces waiting for their GenAI events
 
 
 class TraceAssembler:
@@ -126,6 +139,7 @@ class TraceAssembler:
         clock: Callable[[], float] = time.monotonic,
         quiet: float = 2.0,
         retrieval_tools: Sequence[str] | None = None,
+        event_wait: float = 5.0,
     ) -> None:
         for name, bound in (
             ("max_traces", max_traces),
@@ -137,6 +151,7 @@ class TraceAssembler:
                 raise ValueError(f"{name} must be at least 1, not {bound}")
         self.timeout = timeout
         self.quiet = quiet  # an orphan root-like span with nothing new for this long: done
+        self.event_wait = event_wait  # a complete trace's wait for its LLM calls' events
         self.retrieval_tools = retrieval_tools
         self.skipped: Counter[str] = Counter()  # traces not judged, by reason
         self.max_traces = max_traces
@@ -210,7 +225,7 @@ class TraceAssembler:
         debug = log.isEnabledFor(logging.DEBUG)
         max_traces, max_spans = self.max_traces, self.max_spans
         max_bytes, per_trace = self.max_bytes, self.max_spans_per_trace
-        ready: list[list[Span]] = []
+        ready: list[_Trace] = []
         warning: tuple[Any, ...] | None = None
         with self._lock:
             now = self._clock()
@@ -232,7 +247,7 @@ class TraceAssembler:
                         trace is not None
                         and (
                             (len(trace.spans) >= per_trace and not first_root)
-                            or len(trace.spans) >= max_spans
+                            or trace.count() >= max_spans
                             or trace.bytes + size > max_bytes
                         )
                     ):
@@ -265,9 +280,18 @@ class TraceAssembler:
                         trace.root = True
                         roots[trace_id] = trace
                 for trace_id, trace in roots.items():
-                    if traces.get(trace_id) is trace:  # not evicted since its root came
-                        self._take(buffer, trace_id)
-                        ready.append(trace.spans)
+                    if traces.get(trace_id) is not trace:  # evicted since its root came
+                        continue
+                    if (
+                        self.event_wait > 0
+                        and trace.hold_until is None
+                        and trace.waits_for_events()  # its messages come by /v1/logs
+                    ):
+                        trace.hold_until = now + self.event_wait
+                        buffer.held[trace_id] = trace
+                        continue
+                    self._take(buffer, trace_id)
+                    ready.append(trace)
             finally:
                 if not traces:
                     del self._tenants[tenant]
@@ -278,8 +302,71 @@ class TraceAssembler:
             log.warning(*warning)
         return self._assembled(ready)
 
-    def _assembled(self, ready: list[list[Span]]) -> list[Assembled]:
-        done = [assemble(spans, self.retrieval_tools) for spans in ready]
+    def add_events(self, tenant: str, events: Iterable[Event]) -> list[Assembled]:
+        """File the tenant's GenAI events (``/v1/logs``) beside their traces' spans; return what
+        the traces that were complete and waiting only for these events became. Events count
+        against the tenant's quotas as spans do; an event bigger than ``max_bytes`` by itself
+        is dropped (``oversize``)."""
+        debug = log.isEnabledFor(logging.DEBUG)
+        ready: list[_Trace] = []
+        warning: tuple[Any, ...] | None = None
+        with self._lock:
+            now = self._clock()
+            buffer = self._tenants.get(tenant)
+            if buffer is None:
+                buffer = self._tenants[tenant] = _Tenant()
+            traces = buffer.traces
+            touched: set[str] = set()
+            evicted = oversize = 0
+            try:
+                for event in events:
+                    size = event.size()
+                    trace = traces.get(event.trace_id)
+                    if size > self.max_bytes or (
+                        trace is not None
+                        and (
+                            len(trace.events) >= self.max_spans_per_trace
+                            or trace.bytes + size > self.max_bytes
+                        )
+                    ):
+                        oversize += 1
+                        continue
+                    if (
+                        len(traces) + (trace is None) > self.max_traces
+                        or buffer.spans >= self.max_spans
+                        or buffer.bytes + size > self.max_bytes
+                    ):
+                        evicted += self._make_room(buffer, trace, size, debug)
+                    if trace is None:
+                        trace = traces[event.trace_id] = _Trace(now)
+                    trace.events.append(event)
+                    trace.bytes += size
+                    trace.last_seen = now
+                    buffer.spans += 1
+                    buffer.bytes += size
+                    if event.trace_id in buffer.held:
+                        touched.add(event.trace_id)
+                for trace_id in touched:
+                    trace = buffer.held[trace_id]
+                    if traces.get(trace_id) is trace and not trace.waits_for_events():
+                        self._take(buffer, trace_id)
+                        ready.append(trace)
+            finally:
+                if not traces:
+                    del self._tenants[tenant]
+                self._count(tenant, "evicted", evicted)
+                self._count(tenant, "oversize", oversize)
+                warning = self._report(now)
+        if warning:
+            log.warning(*warning)
+        return self._assembled(ready)
+
+    def _assembled(self, ready: list[_Trace]) -> list[Assembled]:
+        for trace in ready:
+            apply_events(trace.spans, trace.events)
+        done = [
+            assemble(trace.spans, self.retrieval_tools) for trace in ready if trace.spans
+        ]  # a trace of events alone (its spans never came) is no trace: expire drops it
         skipped = [d.skipped for d in done if d.skipped]
         if skipped:
             with self._lock:
@@ -289,9 +376,10 @@ class TraceAssembler:
     def _take(self, buffer: _Tenant, trace_id: str) -> _Trace:
         """Take a trace out of its tenant's buffer."""
         trace = buffer.traces.pop(trace_id)
-        buffer.spans -= len(trace.spans)
+        buffer.spans -= trace.count()
         buffer.bytes -= trace.bytes
         buffer.orphans.pop(trace_id, None)
+        buffer.held.pop(trace_id, None)
         return trace
 
     def _make_room(self, buffer: _Tenant, keep: _Trace | None, size: int, debug: bool) -> int:
@@ -310,9 +398,10 @@ class TraceAssembler:
             if trace is keep:
                 kept = (trace_id, trace)
                 continue
-            buffer.spans -= len(trace.spans)
+            buffer.spans -= trace.count()
             buffer.bytes -= trace.bytes
             buffer.orphans.pop(trace_id, None)
+            buffer.held.pop(trace_id, None)
             evicted += 1
             if debug:
                 log.debug(
@@ -342,7 +431,7 @@ class TraceAssembler:
         Returns (traces forgotten, [(tenant, what each assembled trace became)]).
         O(tenants + candidates + expired traces)."""
         debug = log.isEnabledFor(logging.DEBUG)
-        ready: list[tuple[str, list[Span]]] = []
+        ready: list[tuple[str, _Trace]] = []
         with self._lock:
             now = self._clock()
             horizon = now - self.timeout
@@ -350,17 +439,21 @@ class TraceAssembler:
             total = 0
             for tenant, buffer in list(self._tenants.items()):
                 traces = buffer.traces
+                for trace_id, waiting in list(buffer.held.items()):
+                    if waiting.hold_until is not None and waiting.hold_until <= now:
+                        self._take(buffer, trace_id)  # its events did not all come: as it is
+                        ready.append((tenant, waiting))
                 for trace_id in list(buffer.orphans):
-                    trace = traces.get(trace_id)
-                    if trace is None:
+                    candidate = traces.get(trace_id)
+                    if candidate is None:
                         del buffer.orphans[trace_id]
                         continue
-                    if trace.last_seen > still:
+                    if candidate.last_seen > still:
                         continue
-                    root = local_root(trace.spans)
+                    root = local_root(candidate.spans)
                     if root.parent_id.strip("0") and root_like(root):
                         self._take(buffer, trace_id)
-                        ready.append((tenant, trace.spans))
+                        ready.append((tenant, candidate))
                     else:
                         del buffer.orphans[trace_id]
                 expired = 0
@@ -370,8 +463,8 @@ class TraceAssembler:
                     if trace.first_seen > horizon:
                         break
                     self._take(buffer, trace_id)
-                    if root_like(local_root(trace.spans)):
-                        ready.append((tenant, trace.spans))
+                    if trace.spans and root_like(local_root(trace.spans)):
+                        ready.append((tenant, trace))
                         continue
                     expired += 1
                     if debug:
@@ -388,7 +481,8 @@ class TraceAssembler:
             warning = self._report(now)
         if warning:
             log.warning(*warning)
-        assembled = self._assembled([spans for _, spans in ready])
+        ready = [(tenant, trace) for tenant, trace in ready if trace.spans]
+        assembled = self._assembled([trace for _, trace in ready])
         return total, [(tenant, done) for (tenant, _), done in zip(ready, assembled, strict=True)]
 
     # -- counting and the summary line -------------------------------------------------------

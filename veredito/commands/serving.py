@@ -43,6 +43,7 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
         backlog_interval=settings.ingest_backlog_interval,
         trace_timeout=settings.ingest_trace_timeout,
         trace_quiet=settings.ingest_trace_quiet,
+        event_wait=settings.otlp_event_wait,
         retrieval_tools=tuple(
             t.strip() for t in (settings.otlp_retrieval_tools or "").split(",") if t.strip()
         ),

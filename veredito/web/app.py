@@ -153,7 +153,12 @@ def make_app(
     app = web.Application(client_max_size=config.max_bytes, middlewares=[errors_and_metrics])
     # the processes import what is sent to them: bodies and OTLP exports to parse, long pages
     pool = app[HEAVY] = HeavyPool(
-        modules=("veredito.producer.ingest", "veredito.producer.otlp", "veredito.web.render")
+        modules=(
+            "veredito.producer.ingest",
+            "veredito.producer.otlp",
+            "veredito.producer.otlp.logs",
+            "veredito.web.render",
+        )
     )
 
     async def warm(_: web.Application) -> None:
@@ -341,6 +346,17 @@ def openapi() -> dict[str, Any]:
                 }
             },
             "/v1/traces": otlp_route,
+            "/v1/logs": {
+                "post": {
+                    "summary": "OTLP/HTTP logs export: GenAI events (the messages of LLM calls) "
+                    "join their trace's spans; other records are ignored",
+                    "requestBody": otlp_route["post"]["requestBody"],
+                    "responses": {
+                        "200": {"description": "ExportLogsServiceResponse (full success)"},
+                        **errors,
+                    },
+                }
+            },
             "/api/public/otel/v1/traces": {
                 "post": {
                     **otlp_route["post"],
