@@ -30,6 +30,7 @@ def _settings(args: argparse.Namespace, **extra: Any) -> Settings:
         "prompts": getattr(args, "prompts", None),
         "concurrency": getattr(args, "concurrency", None),
         "metrics_port": getattr(args, "metrics_port", None),
+        "otlp_grpc_port": getattr(args, "otlp_grpc_port", None),
         "broker_url": getattr(args, "broker", None),
         "log_level": getattr(args, "log_level", None),
         "sample_rate": getattr(args, "sample", None),
@@ -125,6 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(sqlite:///PATH.db or postgresql://...; default VEREDITO_STORE)",
     )
     _add_intake_options(serve)
+    serve.add_argument(
+        "--otlp-grpc-port",
+        type=int,
+        metavar="PORT",
+        help="also take OTLP/gRPC traces and logs on this port (standard: 4317; needs "
+        "'veredito[otel-grpc]'; default VEREDITO_OTLP_GRPC_PORT, off)",
+    )
     serve.add_argument(
         "--insecure-no-auth",
         action="store_true",

@@ -195,6 +195,13 @@ class Settings(BaseSettings):
         description="serve: Langfuse key pairs taken as ingest tokens on /api/public/otel/v1/"
         "traces, public:secret:ingest-token, comma-separated",
     )
+    otlp_grpc_port: int | None = Field(
+        default=None,
+        ge=0,
+        le=65535,
+        description="serve: also take OTLP/gRPC (traces and logs) on this port (4317 is the "
+        "standard one); needs the otel-grpc extra",
+    )
     otlp_event_wait: float = Field(
         default=5.0,
         ge=0,

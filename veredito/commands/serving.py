@@ -120,10 +120,30 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     except ValueError as exc:
         print(f"veredito: {exc}", file=sys.stderr)
         return 2
+    grpc_port = settings.otlp_grpc_port
+    if grpc_port:
+        if not (config.tokens or config.insecure_no_auth):
+            print(
+                "veredito: --otlp-grpc-port needs ingest (VEREDITO_INGEST_TOKENS)", file=sys.stderr
+            )
+            return 2
+        try:
+            import grpc  # noqa: F401
+        except ImportError:
+            print(
+                "veredito: --otlp-grpc-port needs grpcio: pip install 'veredito[otel-grpc]'",
+                file=sys.stderr,
+            )
+            return 2
+        from veredito.producer.otlp_grpc import add_grpc
+
+        add_grpc(app, args.host, grpc_port)
     parts = []
     if review is not None:
         parts.append("review page and verdicts API")
     parts.append("ingest" if config.tokens or config.insecure_no_auth else "ingest off")
+    if grpc_port:
+        parts.append(f"OTLP/gRPC on :{grpc_port}")
 
     def ready() -> None:
         print(
@@ -131,14 +151,18 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
             flush=True,
         )
 
-    asyncio.run(
-        serve_forever(
-            app,
-            args.host,
-            args.port,
-            header_timeout=settings.serve_header_timeout,
-            shutdown_timeout=settings.shutdown_grace,
-            ready=ready,
+    try:
+        asyncio.run(
+            serve_forever(
+                app,
+                args.host,
+                args.port,
+                header_timeout=settings.serve_header_timeout,
+                shutdown_timeout=settings.shutdown_grace,
+                ready=ready,
+            )
         )
-    )
+    except RuntimeError as exc:  # a start-up step that cannot be done (a port in use)
+        print(f"veredito: {exc}", file=sys.stderr)
+        return 2
     return 0

@@ -1,0 +1,162 @@
+"""OTLP/gRPC in: ``veredito serve --otlp-grpc-port 4317`` (the ``[otel-grpc]`` extra, grpcio).
+
+The collector's two services, ``TraceService/Export`` and ``LogsService/Export``, on the same
+event loop as the HTTP routes and through the same steps: the ingest token from the
+``authorization`` metadata (``Bearer TOKEN``, as the exporters' ``headers`` send it), the same
+tenancy (each token's own buffer), the same limits (``VEREDITO_INGEST_MAX_BYTES`` per message,
+``VEREDITO_OTLP_MAX_SPANS_PER_REQUEST``, the backlog), the same assembly and the same
+``partial_success``. Messages are taken as bytes and parsed off the event loop.
+
+Status codes, as the OTLP exporters read them: ``UNAUTHENTICATED`` (no or unknown token),
+``INVALID_ARGUMENT`` (not an export), ``RESOURCE_EXHAUSTED`` (too many spans, or a message over
+the size limit), ``UNAVAILABLE`` (the broker away or the backlog full: the exporter retries).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from aiohttp import web
+
+from veredito.producer.ingest import Grant, HeaderError, TooManyItems
+from veredito.producer.otlp import PROTOBUF, OTLPError, partial_success
+from veredito.producer.otlp.logs import partial_logs_success
+from veredito.producer.otlp.spans import Span
+
+__all__ = ["add_grpc", "start_grpc"]
+
+log = logging.getLogger(__name__)
+
+TRACES = "opentelemetry.proto.collector.trace.v1.TraceService"
+LOGS = "opentelemetry.proto.collector.logs.v1.LogsService"
+
+
+async def _call(app: web.Application, kind: str, data: bytes, context: Any) -> bytes:
+    import grpc
+
+    from veredito.producer import serve
+
+    config, state = app[serve.CONFIG], app[serve.STATE]
+    metadata = {key.lower(): value for key, value in context.invocation_metadata() or ()}
+    header = metadata.get("authorization")
+    grant = None
+    if config.insecure_no_auth and not config.tokens:
+        grant = Grant()
+    else:
+        try:
+            grant = config.tokens.check(header if isinstance(header, str) else None)
+        except HeaderError:
+            grant = None
+    if grant is None:
+        await context.abort(
+            grpc.StatusCode.UNAUTHENTICATED,
+            "a valid 'authorization: Bearer <token>' is needed (VEREDITO_INGEST_TOKENS)",
+        )
+    assert grant is not None
+    try:
+        serve.check_ready(state, config)
+    except serve.JsonError as exc:
+        await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc.reason or "not ready"))
+    loop = asyncio.get_running_loop()
+    limit = config.otlp_max_spans_per_request
+    try:
+        if kind == "traces":
+            spans = await loop.run_in_executor(None, serve._otlp_spans, data, PROTOBUF, limit)
+        else:
+            events = await loop.run_in_executor(None, serve._otlp_events, data, PROTOBUF, limit)
+    except TooManyItems as exc:
+        await context.abort(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"the export carries {exc.count} items, over the limit of {exc.limit} per request "
+            "(VEREDITO_OTLP_MAX_SPANS_PER_REQUEST): export smaller batches",
+        )
+    except OTLPError as exc:
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+    state.apps.setdefault(grant.tenant, grant.app or "unscoped")
+    state.grants[grant.tenant] = grant
+    if kind == "traces":
+        done = await loop.run_in_executor(None, _traces, state, grant.tenant, spans)
+        try:
+            rejected, reasons = await serve.publish_traces(app, grant, done)
+        except serve.JsonError as exc:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc.reason or "broker away"))
+        body, _ = partial_success(PROTOBUF, rejected, "; ".join(reasons))
+        return body
+    done = await loop.run_in_executor(None, serve._assemble_events, state, grant.tenant, events)
+    try:
+        await serve.publish_traces(app, grant, done)
+    except serve.JsonError as exc:
+        await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc.reason or "broker away"))
+    return partial_logs_success(PROTOBUF, 0, "")[0]
+
+
+def _traces(state: Any, tenant: str, spans: list[Span]) -> Any:
+    from veredito.producer import serve
+
+    return serve._assemble(state, tenant, spans)
+
+
+async def start_grpc(app: web.Application, host: str, port: int) -> Any:
+    """Start the OTLP/gRPC server for ``app``'s ingest (its config and state) on ``host:port``;
+    the server (``await server.stop(grace)`` ends it)."""
+    try:
+        import grpc
+    except ImportError:  # pragma: no cover - depends on the install
+        raise RuntimeError(
+            "--otlp-grpc-port needs grpcio: pip install 'veredito[otel-grpc]'"
+        ) from None
+    from veredito.producer import serve
+
+    config = app[serve.CONFIG]
+
+    def handler(kind: str) -> Any:
+        async def export(data: bytes, context: Any) -> bytes:
+            return await _call(app, kind, data, context)
+
+        return grpc.unary_unary_rpc_method_handler(
+            export, request_deserializer=None, response_serializer=None
+        )
+
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", config.max_bytes),
+            ("grpc.max_send_message_length", 4 * 1024 * 1024),
+        ]
+    )
+    server.add_generic_rpc_handlers(
+        (
+            grpc.method_handlers_generic_handler(TRACES, {"Export": handler("traces")}),
+            grpc.method_handlers_generic_handler(LOGS, {"Export": handler("logs")}),
+        )
+    )
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        bound = server.add_insecure_port(address)
+    except RuntimeError:
+        bound = 0
+    if bound == 0:
+        raise RuntimeError(
+            f"OTLP/gRPC cannot listen on {address} (--otlp-grpc-port, VEREDITO_OTLP_GRPC_PORT): "
+            "is the port in use?"
+        )
+    await server.start()
+    log.info("OTLP/gRPC on %s", address)
+    return server
+
+
+def add_grpc(app: web.Application, host: str, port: int) -> None:
+    """Serve OTLP/gRPC beside ``app`` while it runs."""
+    held: dict[str, Any] = {}
+
+    async def start(app: web.Application) -> None:
+        held["server"] = await start_grpc(app, host, port)
+
+    async def stop(_: web.Application) -> None:
+        server = held.pop("server", None)
+        if server is not None:
+            await server.stop(5)
+
+    app.on_startup.append(start)
+    app.on_cleanup.insert(0, stop)
