@@ -1,7 +1,7 @@
 """A complete trace into a triple (spec §3), whatever convention its spans follow.
 
 Each span is read by the module of its convention (the first that recognises it, in this order):
-:mod:`.langfuse`, :mod:`.openinference`, :mod:`.traceloop`, :mod:`.pydantic_ai`, :mod:`.genai`.
+:mod:`.openinference`, :mod:`.langfuse`, :mod:`.traceloop`, :mod:`.pydantic_ai`, :mod:`.genai`.
 Spans are classified by what they are — an LLM call, a retriever, a tool call, an agent or chain
 — not by the mere presence of a ``gen_ai.*`` attribute. Then:
 
@@ -32,6 +32,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from types import ModuleType
 from typing import Any
 
@@ -41,8 +42,8 @@ from veredito.producer.otlp.spans import Span
 __all__ = ["NOT_AN_ANSWER", "Assembled", "assemble", "convention_of", "triple_from"]
 
 READERS: tuple[tuple[str, ModuleType], ...] = (
-    ("langfuse", langfuse),
     ("openinference", openinference),
+    ("langfuse", langfuse),
     ("traceloop", traceloop),
     ("pydantic_ai", pydantic_ai),
     ("genai", genai),
@@ -81,7 +82,7 @@ def convention_of(span: Span) -> tuple[str, ModuleType]:
     return "", openinference
 
 
-@dataclass
+@dataclass(slots=True)
 class Read:
     """One span with what its convention's reader says it is."""
 
@@ -91,7 +92,7 @@ class Read:
     kind: str
 
 
-@dataclass
+@dataclass(slots=True)
 class Assembled:
     """What a complete trace became: its triple, or why it is not judged."""
 
@@ -103,21 +104,28 @@ class Assembled:
 
 
 def _read(span: Span) -> Read:
+    kind = span.attributes.get("openinference.span.kind")
+    if kind is not None:  # the most common convention, read without the search
+        return Read(span, "openinference", openinference, str(kind).upper())
     name, reader = convention_of(span)
     return Read(span, name, reader, reader.kind(span) or "")
 
 
-def local_root(spans: Sequence[Span]) -> Span:
-    """The span without a parent, else the earliest span whose parent is not in the trace."""
-    ids = {s.span_id for s in spans}
-    ordered = sorted(spans, key=lambda s: s.start)
-    for span in ordered:
+_start = attrgetter("start")
+
+
+def local_root(spans: Sequence[Span], ordered: bool = False) -> Span:
+    """The span without a parent, else the earliest span whose parent is not in the trace
+    (``ordered``: the spans are in start order already)."""
+    in_order = spans if ordered else sorted(spans, key=_start)
+    for span in in_order:
         if not span.parent_id.strip("0"):
             return span
-    for span in ordered:
+    ids = {s.span_id for s in spans}
+    for span in in_order:
         if span.parent_id not in ids:
             return span
-    return ordered[0]
+    return in_order[0]
 
 
 def _app(root: Span, spans: Sequence[Span]) -> str | None:
@@ -137,73 +145,91 @@ def _tool_allowed(name: str | None, retrieval_tools: Sequence[str] | None) -> bo
     return name is not None and any(fnmatch.fnmatchcase(name, p) for p in retrieval_tools)
 
 
-def _innermost(retrievers: list[Read], reads: list[Read]) -> list[Read]:
+_Item = tuple[Span, ModuleType, str, str]  # a span, its reader, its kind, its convention
+
+
+def _classify(span: Span) -> _Item:
+    kind = span.attributes.get("openinference.span.kind")
+    if kind is not None:  # the most common convention, read without the search
+        return span, openinference, str(kind).upper(), "openinference"
+    name, reader = convention_of(span)
+    return span, reader, reader.kind(span) or "", name
+
+
+def _innermost(retrievers: list[_Item], items: list[_Item]) -> list[_Item]:
     """The retrievers that hold no other retriever: an app's ``retrieve`` step around its
     vector store's span returns the same documents, which count once."""
     if len(retrievers) < 2:
         return retrievers
-    parent = {r.span.span_id: r.span.parent_id for r in reads}
+    parent = {item[0].span_id: item[0].parent_id for item in items}
     outer: set[str] = set()
-    for r in retrievers:
-        seen, up = set(), parent.get(r.span.span_id, "")
+    for item in retrievers:
+        seen, up = set(), parent.get(item[0].span_id, "")
         while up and up in parent and up not in seen:
             seen.add(up)
             outer.add(up)
             up = parent[up]
-    return [r for r in retrievers if r.span.span_id not in outer]
+    return [item for item in retrievers if item[0].span_id not in outer]
 
 
 def assemble(spans: Sequence[Span], retrieval_tools: Sequence[str] | None = None) -> Assembled:
     """The triple of a complete trace (see the module's documentation)."""
-    reads = sorted((_read(s) for s in spans), key=lambda r: r.span.start)
-    root_span = local_root(spans)
-    root = next(r for r in reads if r.span is root_span)
-    done = Assembled(trace_id=root_span.trace_id, spans=len(reads))
-    if root.kind in NOT_AN_ANSWER:
-        done.skipped = f"root_is_{root.kind.lower()}"
+    ordered = sorted(spans, key=_start)
+    root_span = local_root(ordered, ordered=True)
+    items = [_classify(span) for span in ordered]
+    retrievers = [item for item in items if item[2] == "RETRIEVER"]
+    llms = [item for item in items if item[2] == "LLM"]
+    root = next(item for item in items if item[0] is root_span)
+    done = Assembled(trace_id=root_span.trace_id, spans=len(items))
+    root_kind = root[2]
+    if root_kind in NOT_AN_ANSWER:
+        done.skipped = f"root_is_{root_kind.lower()}"
         return done
-    retrievers = _innermost([r for r in reads if r.kind == "RETRIEVER"], reads)
-    llms = [r for r in reads if r.kind == "LLM"]
-    tools = [r for r in reads if r.kind == "TOOL"]
+    retrievers = _innermost(retrievers, items)
 
-    query = root.reader.question(root.span)
-    for r in retrievers:
-        query = query or r.reader.question(r.span)
-    for r in reversed(llms):
-        query = query or r.reader.question(r.span)
+    query = root[1].question(root_span)
+    for span, reader, _, _ in retrievers:
+        query = query or reader.question(span)
+    for span, reader, _, _ in reversed(llms):
+        query = query or reader.question(span)
 
-    answer = root.reader.answer(root.span)
-    for r in reversed(llms):
-        answer = answer or r.reader.answer(r.span)
+    answer = root[1].answer(root_span)
+    for span, reader, _, _ in reversed(llms):
+        answer = answer or reader.answer(span)
 
-    context = [doc for r in retrievers for doc in r.reader.documents(r.span)]
+    context = [doc for span, reader, _, _ in retrievers for doc in reader.documents(span)]
     context_from = "retrieval"
     if not context:
         context_from = "tools"
-        for r in tools:
-            name, results = r.reader.tool(r.span)
-            if _tool_allowed(name, retrieval_tools):
-                context += results
+        for span, reader, kind, _ in items:
+            if kind == "TOOL":
+                name, results = reader.tool(span)
+                if _tool_allowed(name, retrieval_tools):
+                    context += results
     if not context and llms:
         # retrievals that name their documents without their text (the GenAI conventions'
         # documents are {id, score}): the documents are where the app put them, in the
         # system messages of its last LLM call
         context_from = "system_messages"
-        context = llms[-1].reader.system(llms[-1].span)
+        context = llms[-1][1].system(llms[-1][0])
 
     metadata: dict[str, Any] = {"source": "otlp", "trace_id": root_span.trace_id}
     app = _app(root_span, spans)
     if app:
         metadata["app"] = app
-    conventions = sorted({r.convention for r in reads if r.kind})
-    missing = [name for name, value in (("query", query), ("context", context),
-                                        ("answer", answer)) if not value]  # fmt: skip
+    missing = []
+    if not query:
+        missing.append("query")
+    if not context:
+        missing.append("context")
+    if not answer:
+        missing.append("answer")
     if context and context_from != "retrieval":
         metadata["otlp_context"] = context_from
     if missing:
         metadata["otlp"] = {
-            "conventions": conventions,
-            "root": {"name": root_span.name, "kind": root.kind or "unknown"},
+            "conventions": sorted({item[3] for item in items if item[2]}),
+            "root": {"name": root_span.name, "kind": root_kind or "unknown"},
             "looked_for": {name: LOOKED_FOR[name] for name in missing},
         }
     done.missing = missing

@@ -13,7 +13,7 @@ from typing import Any
 
 from veredito.producer.otlp.assemble import Assembled, assemble, local_root
 from veredito.producer.otlp.logs import Event, apply_events, needs_events
-from veredito.producer.otlp.spans import Span
+from veredito.producer.otlp.spans import _REMOTE, Span
 
 __all__ = ["DROP_REASONS", "TraceAssembler", "span_size"]
 
@@ -70,7 +70,17 @@ def span_size(span: Span) -> int:
 class _Trace:
     """The pending spans of one trace of one tenant."""
 
-    __slots__ = ("bytes", "events", "first_seen", "hold_until", "last_seen", "root", "spans")
+    __slots__ = (
+        "bytes",
+        "checked",
+        "events",
+        "first_seen",
+        "genai",
+        "hold_until",
+        "last_seen",
+        "root",
+        "spans",
+    )
 
     def __init__(self, first_seen: float) -> None:
         self.spans: list[Span] = []
@@ -80,6 +90,8 @@ class _Trace:
         self.last_seen = first_seen
         self.root = False  # its root span is buffered: the trace completes at the end of add
         self.hold_until: float | None = None  # complete, waiting for its LLM calls' events
+        self.genai = False  # a span of it names a GenAI operation: its events may come apart
+        self.checked = -1.0  # the last_seen at which expire looked for a local root
 
     def count(self) -> int:
         """Its spans and events: what counts against the tenant's ``max_spans``."""
@@ -87,8 +99,13 @@ class _Trace:
 
     def waits_for_events(self) -> bool:
         """An LLM call in it has no messages, and no event for it has come yet."""
+        if not self.genai:
+            return False
+        bare = [s.span_id for s in self.spans if needs_events(s)]
+        if not bare:
+            return False
         described = {e.span_id for e in self.events}
-        return any(needs_events(s) and s.span_id not in described for s in self.spans)
+        return any(span_id not in described for span_id in bare)
 
 
 def root_like(span: Span) -> bool:
@@ -108,13 +125,12 @@ def root_like(span: Span) -> bool:
 class _Tenant:
     """One tenant's pending traces, oldest first, and what they hold."""
 
-    __slots__ = ("bytes", "held", "orphans", "spans", "traces")
+    __slots__ = ("bytes", "held", "spans", "traces")
 
     def __init__(self) -> None:
         self.traces: OrderedDict[str, _Trace] = OrderedDict()  # by trace id, in first-seen order
         self.spans = 0
         self.bytes = 0
-        self.orphans: dict[str, Span] = {}  # trace id: a root-like span with a parent
         self.held: dict[str, _Trace] = {}  # complete traces waiting for their GenAI events
 
 
@@ -239,7 +255,7 @@ class TraceAssembler:
                 for span in spans:
                     size = span_size(span)
                     trace_id = span.trace_id
-                    first_root = not span.parent_id.strip("0") or span.remote_parent
+                    first_root = not span.parent_id.strip("0") or span.flags & _REMOTE == _REMOTE
                     trace = traces.get(trace_id)
                     if trace is not None:
                         first_root = first_root and not trace.root
@@ -247,7 +263,7 @@ class TraceAssembler:
                         trace is not None
                         and (
                             (len(trace.spans) >= per_trace and not first_root)
-                            or trace.count() >= max_spans
+                            or len(trace.spans) + len(trace.events) >= max_spans
                             or trace.bytes + size > max_bytes
                         )
                     ):
@@ -270,8 +286,8 @@ class TraceAssembler:
                     if trace is None:
                         trace = traces[trace_id] = _Trace(now)
                     trace.last_seen = now
-                    if not first_root and root_like(span):
-                        buffer.orphans.setdefault(trace_id, span)
+                    if "gen_ai.operation.name" in span.attributes:
+                        trace.genai = True
                     trace.spans.append(span)
                     trace.bytes += size
                     buffer.spans += 1
@@ -316,7 +332,7 @@ class TraceAssembler:
             if buffer is None:
                 buffer = self._tenants[tenant] = _Tenant()
             traces = buffer.traces
-            touched: set[str] = set()
+            touched: dict[str, None] = {}  # in the events' order
             evicted = oversize = 0
             try:
                 for event in events:
@@ -345,7 +361,7 @@ class TraceAssembler:
                     buffer.spans += 1
                     buffer.bytes += size
                     if event.trace_id in buffer.held:
-                        touched.add(event.trace_id)
+                        touched[event.trace_id] = None
                 for trace_id in touched:
                     trace = buffer.held[trace_id]
                     if traces.get(trace_id) is trace and not trace.waits_for_events():
@@ -378,7 +394,6 @@ class TraceAssembler:
         trace = buffer.traces.pop(trace_id)
         buffer.spans -= trace.count()
         buffer.bytes -= trace.bytes
-        buffer.orphans.pop(trace_id, None)
         buffer.held.pop(trace_id, None)
         return trace
 
@@ -400,7 +415,6 @@ class TraceAssembler:
                 continue
             buffer.spans -= trace.count()
             buffer.bytes -= trace.bytes
-            buffer.orphans.pop(trace_id, None)
             buffer.held.pop(trace_id, None)
             evicted += 1
             if debug:
@@ -443,19 +457,19 @@ class TraceAssembler:
                     if waiting.hold_until is not None and waiting.hold_until <= now:
                         self._take(buffer, trace_id)  # its events did not all come: as it is
                         ready.append((tenant, waiting))
-                for trace_id in list(buffer.orphans):
-                    candidate = traces.get(trace_id)
-                    if candidate is None:
-                        del buffer.orphans[trace_id]
+                for trace_id, candidate in list(traces.items()):
+                    # quiet for `quiet` s, not looked at since its last span: is its local root
+                    # a chain or agent whose parent is elsewhere? (O(pending) a second, off the
+                    # request path; a trace is looked at again only after a new span)
+                    if candidate.last_seen > still or candidate.checked == candidate.last_seen:
                         continue
-                    if candidate.last_seen > still:
+                    candidate.checked = candidate.last_seen
+                    if not candidate.spans or candidate.hold_until is not None:
                         continue
                     root = local_root(candidate.spans)
                     if root.parent_id.strip("0") and root_like(root):
                         self._take(buffer, trace_id)
                         ready.append((tenant, candidate))
-                    else:
-                        del buffer.orphans[trace_id]
                 expired = 0
                 while traces:
                     trace_id = next(iter(traces))

@@ -41,11 +41,16 @@ _ROLES = {
 def loads(value: Any) -> Any:
     """A JSON string parsed (objects, arrays and JSON-encoded strings); anything else, and text
     that only looks like JSON, as it is."""
-    if isinstance(value, str):
-        stripped = value.strip()
-        if stripped[:1] in ("{", "[") or (
-            len(stripped) > 1 and stripped[0] == '"' and stripped[-1] == '"'
-        ):  # an object, an array, or a JSON-encoded string (a decorator's return value)
+    if isinstance(value, str) and value:
+        first = value[0]
+        if first.isspace():  # rare: only then is the text copied to look past the blanks
+            stripped = value.strip()
+            first = stripped[:1]
+            last = stripped[-1:]
+        else:
+            last = value.rstrip()[-1:] if first == '"' else ""
+        if first in ("{", "[") or (first == '"' and last == '"' and len(value) > 1):
+            # an object, an array, or a JSON-encoded string (a decorator's return value)
             try:
                 return json.loads(value)
             except ValueError:
@@ -174,7 +179,7 @@ def question_text(value: Any) -> str | None:
     question-like field of an object; None when none of these (never the whole JSON)."""
     parsed = loads(value)
     if isinstance(parsed, str):
-        return parsed if parsed.strip() else None
+        return parsed if parsed and not parsed.isspace() else None
     return user_text(parsed) or _field(parsed, QUERY_KEYS)
 
 
@@ -183,7 +188,7 @@ def answer_text(value: Any) -> str | None:
     generations, or an answer-like field of an object; None otherwise."""
     parsed = loads(value)
     if isinstance(parsed, str):
-        return parsed if parsed.strip() else None
+        return parsed if parsed and not parsed.isspace() else None
     return assistant_text(parsed) or _field(parsed, ANSWER_KEYS)
 
 

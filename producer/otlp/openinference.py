@@ -51,7 +51,7 @@ def kind(span: Span) -> str:
 
 def question(span: Span) -> str | None:
     """What the span was asked: an LLM span's last user message, else its input as a question."""
-    if kind(span) == "LLM":
+    if span.attributes.get("openinference.span.kind") in ("LLM", "llm"):
         found = prompt(span)
         if found:
             return found
@@ -60,7 +60,7 @@ def question(span: Span) -> str | None:
 
 def answer(span: Span) -> str | None:
     """What the span answered: an LLM span's assistant message, else its output as an answer."""
-    if kind(span) == "LLM":
+    if span.attributes.get("openinference.span.kind") in ("LLM", "llm"):
         found = completion(span)
         if found:
             return found
@@ -94,12 +94,14 @@ def text(span: Span, prefix: str, keys: tuple[str, ...]) -> str | None:
 
 def indexed(attributes: dict[str, Any], prefix: str, suffix: str) -> list[Any]:
     """Values of ``prefix.N.suffix`` in N order."""
+    start, tail = len(prefix), len(suffix)
     found: dict[int, Any] = {}
-    for key, value in attributes.items():
-        if key.startswith(prefix) and key.endswith(suffix):
-            middle = key[len(prefix) : len(key) - len(suffix)]
-            if middle.isdigit():
-                found[int(middle)] = value
+    for key in [k for k in attributes if k.startswith(prefix) and k.endswith(suffix)]:
+        middle = key[start : len(key) - tail]
+        if middle.isdigit():
+            found[int(middle)] = attributes[key]
+    if len(found) < 2:
+        return list(found.values())
     return [found[i] for i in sorted(found)]
 
 

@@ -17,6 +17,7 @@ class OTLPError(ValueError):
 # OTLP's span flags: whether the parent's context says if it is remote, and that it is
 HAS_IS_REMOTE = 0x100
 IS_REMOTE = 0x200
+_REMOTE = HAS_IS_REMOTE | IS_REMOTE
 
 
 @dataclass
@@ -34,6 +35,4 @@ class Span:
     @property
     def remote_parent(self) -> bool:
         """Its parent is in another process (the SDK said so): this is the local root."""
-        return bool(self.parent_id.strip("0")) and (
-            self.flags & (HAS_IS_REMOTE | IS_REMOTE) == HAS_IS_REMOTE | IS_REMOTE
-        )
+        return self.flags & _REMOTE == _REMOTE and bool(self.parent_id.strip("0"))
