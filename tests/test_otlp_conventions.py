@@ -10,6 +10,7 @@ import base64
 import json
 import time
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -323,3 +324,81 @@ def test_logs_route_takes_genai_events_per_tenant(rabbitmq: str) -> None:
         envelopes = queued(rabbitmq)
     assert sorted(e["triple"]["answer"] for e in envelopes) == sorted([FIRST, SECOND])
     assert all(e["triple"]["context"] for e in envelopes)
+
+
+def test_genai_events_in_otlp_json_and_within_their_tenants_quota() -> None:
+    from veredito.producer.otlp.logs import Event, decode_logs
+
+    body = {"resourceLogs": [{"scopeLogs": [{"logRecords": [
+        {"traceId": "a" * 32, "spanId": "b" * 16, "eventName": "gen_ai.user.message",
+         "body": {"kvlistValue": {"values": [
+             {"key": "content", "value": {"stringValue": "Qual o prazo?"}}]}}},
+        {"traceId": "a" * 32, "spanId": "b" * 16, "eventName": "gen_ai.choice",
+         "body": {"kvlistValue": {"values": [{"key": "message", "value": {"kvlistValue": {
+             "values": [{"key": "content", "value": {"stringValue": "Sete dias."}}]}}}]}}},
+        {"traceId": "a" * 32, "spanId": "b" * 16, "body": {"stringValue": "an app's log line"}},
+    ]}]}]}  # fmt: skip
+    events = decode_logs(json.dumps(body).encode(), "application/json")
+    assert [e.name for e in events] == ["gen_ai.user.message", "gen_ai.choice"]  # no app logs
+    chat = Span("a" * 32, "b" * 16, "", "chat", 0, {"gen_ai.operation.name": "chat"})
+    from veredito.producer.otlp.logs import apply_events
+
+    apply_events([chat], events)
+    from veredito.producer.otlp import genai
+
+    assert (genai.prompt(chat), genai.completion(chat)) == ("Qual o prazo?", "Sete dias.")
+    # a tenant's events count against its own quota: they evict its traces, never another's
+    assembler = TraceAssembler(max_spans=10)
+    waiting = Span("c" * 32, "d" * 16, "e" * 16, "retrieve", 0, {})
+    assembler.add_traces("a", [waiting])
+    flood = [Event(f"{n:032x}", "f" * 16, "gen_ai.user.message", {}, {"content": "x"})
+             for n in range(50)]  # fmt: skip
+    assembler.add_events("b", flood)
+    assert assembler.pending("a") == 1 and assembler.pending_spans("b") <= 10
+    assert (
+        assembler.dropped_by_tenant["b"]["evicted"] > 0 and "a" not in assembler.dropped_by_tenant
+    )
+
+
+def test_otlp_explain_says_what_each_trace_becomes(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    separate = tmp_path / "separate.pb"
+    separate.write_bytes(bodies("openinference-separate")[0] + b"")
+    done = subprocess.run(
+        [sys.executable, "-m", "veredito", "otlp", "explain", str(separate)],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "not judged: root is retriever" in done.stdout and "KeywordRetriever" in done.stdout
+    chain = tmp_path / "chain.jsonl"  # OTLP/JSON, one export a line (the Collector's file)
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    lines = []
+    for body in bodies("genai-openai-v2-span-content"):
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(body)
+        exported = json_format.MessageToDict(request)
+        for rs in exported["resourceSpans"]:  # protobuf JSON's base64 ids as OTLP/JSON's hex
+            for ss in rs["scopeSpans"]:
+                for span in ss["spans"]:
+                    for key in ("traceId", "spanId", "parentSpanId"):
+                        if span.get(key):
+                            span[key] = base64.b64decode(span[key]).hex()
+        lines.append(json.dumps(exported))
+    chain.write_text("\n".join(lines))
+    done = subprocess.run(
+        [sys.executable, "-m", "veredito", "otlp", "explain", "--json", str(chain)],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    traces = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [t["outcome"] for t in traces] == ["queued", "queued"]
+    assert traces[0]["triple"]["answer"] == FIRST
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    done = subprocess.run([sys.executable, "-m", "veredito", "otlp", "explain", str(bad)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2 and "not an OTLP trace export" in done.stderr
