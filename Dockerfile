@@ -15,7 +15,7 @@ COPY producer ./producer
 COPY worker ./worker
 COPY prompts ./prompts
 COPY veredito ./veredito
-RUN /opt/veredito/bin/pip install '.[redis,postgres,serve,otel,fast]' \
+RUN /opt/veredito/bin/pip install '.[redis,postgres,serve,otel,otel-grpc,fast]' \
  && /opt/veredito/bin/pip uninstall --yes pip
 
 FROM ${PYTHON_IMAGE}
