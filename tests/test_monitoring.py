@@ -558,7 +558,8 @@ def test_review_rules_and_panels_against_serve_and_prometheus(tmp_path: Path) ->
     env = {"VEREDITO_INGEST_TOKENS": INGEST, "VEREDITO_READ_TOKENS": READ,
            "VEREDITO_REVIEW_TOKENS": REVIEW, "VEREDITO_REVIEW_SAMPLE": "1",
            "VEREDITO_REVIEW_REFRESH": "1", "VEREDITO_REVIEW_PRECISION_FLOOR": str(floor),
-           "VEREDITO_REVIEW_MIN_LABELS": str(least)}  # fmt: skip
+           "VEREDITO_REVIEW_MIN_LABELS": str(least),
+           "VEREDITO_REVIEW_RATE": "0"}  # a script labels as fast as it sends  # fmt: skip
     apps = ("fisco-faq", "rh-bot")
     with server(tmp_path, "--store", store, **env) as s:
         # fisco-faq's reviewer contradicts every claim the judge flagged, rh-bot's confirms them

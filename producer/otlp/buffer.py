@@ -299,7 +299,8 @@ class TraceAssembler:
                     if traces.get(trace_id) is not trace:  # evicted since its root came
                         continue
                     if (
-                        self.event_wait > 0
+                        trace.genai
+                        and self.event_wait > 0
                         and trace.hold_until is None
                         and trace.waits_for_events()  # its messages come by /v1/logs
                     ):
@@ -379,7 +380,8 @@ class TraceAssembler:
 
     def _assembled(self, ready: list[_Trace]) -> list[Assembled]:
         for trace in ready:
-            apply_events(trace.spans, trace.events)
+            if trace.events:
+                apply_events(trace.spans, trace.events)
         done = [
             assemble(trace.spans, self.retrieval_tools) for trace in ready if trace.spans
         ]  # a trace of events alone (its spans never came) is no trace: expire drops it

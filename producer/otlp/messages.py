@@ -16,6 +16,7 @@ __all__ = [
     "assistant_text",
     "documents_in",
     "loads",
+    "plain",
     "question_text",
     "system_texts",
     "user_text",
@@ -171,6 +172,16 @@ def _field(value: Any, keys: tuple[str, ...], depth: int = 0) -> str | None:
                     return found
     if isinstance(value, list) and len(value) == 1:
         return _field(value[0], keys, depth + 1)
+    return None
+
+
+def plain(value: Any) -> str | None:
+    """``value`` when it is plain text (not JSON, nor blank at its start): the common case,
+    answered without parsing; None otherwise (the caller reads it the long way)."""
+    if type(value) is str and value:
+        first = value[0]
+        if first not in '{["' and not first.isspace():
+            return value
     return None
 
 

@@ -51,20 +51,24 @@ def kind(span: Span) -> str:
 
 def question(span: Span) -> str | None:
     """What the span was asked: an LLM span's last user message, else its input as a question."""
-    if span.attributes.get("openinference.span.kind") in ("LLM", "llm"):
+    attributes = span.attributes
+    if attributes.get("openinference.span.kind") in ("LLM", "llm"):
         found = prompt(span)
         if found:
             return found
-    return messages.question_text(span.attributes.get("input.value"))
+    value = attributes.get("input.value")
+    return messages.plain(value) or messages.question_text(value)
 
 
 def answer(span: Span) -> str | None:
     """What the span answered: an LLM span's assistant message, else its output as an answer."""
-    if span.attributes.get("openinference.span.kind") in ("LLM", "llm"):
+    attributes = span.attributes
+    if attributes.get("openinference.span.kind") in ("LLM", "llm"):
         found = completion(span)
         if found:
             return found
-    return messages.answer_text(span.attributes.get("output.value"))
+    value = attributes.get("output.value")
+    return messages.plain(value) or messages.answer_text(value)
 
 
 def tool(span: Span) -> tuple[str | None, list[str]]:
