@@ -13,14 +13,12 @@ from typing import Any
 
 from veredito.producer.otlp.assemble import Assembled, assemble, local_root
 from veredito.producer.otlp.logs import Event, apply_events, needs_events
-from veredito.producer.otlp.spans import _REMOTE, Span
+from veredito.producer.otlp.spans import _REMOTE, ITEM_OVERHEAD, SPAN_OVERHEAD, Span
 
 __all__ = ["DROP_REASONS", "TraceAssembler", "span_size"]
 
 log = logging.getLogger(__name__)
 
-SPAN_OVERHEAD = 200  # estimated bytes of a Span, its attribute dict and its id strings
-ITEM_OVERHEAD = 64  # estimated bytes of an attribute, list item or map entry besides its strings
 DROP_REASONS = ("incomplete", "evicted", "oversize")
 
 

@@ -66,7 +66,7 @@ def _protobuf_spans(request: Any) -> Iterator[Span]:
                     attributes={kv.key: _proto_value(kv.value) for kv in span.attributes},
                     service=service if isinstance(service, str) else None,
                     resource=resource,
-                    flags=int(getattr(span, "flags", 0)),
+                    flags=getattr(span, "flags", 0),
                 )
 
 

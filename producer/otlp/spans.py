@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PROTOBUF", "OTLPError", "Span"]
+__all__ = ["ITEM_OVERHEAD", "PROTOBUF", "SPAN_OVERHEAD", "OTLPError", "Span"]
 
 PROTOBUF = "application/x-protobuf"
 
@@ -13,6 +13,9 @@ PROTOBUF = "application/x-protobuf"
 class OTLPError(ValueError):
     """The body is not an OTLP trace export; the message says why."""
 
+
+SPAN_OVERHEAD = 200  # estimated bytes of a Span, its attribute dict and its id strings
+ITEM_OVERHEAD = 64  # estimated bytes of an attribute, list item or map entry besides its strings
 
 # OTLP's span flags: whether the parent's context says if it is remote, and that it is
 HAS_IS_REMOTE = 0x100
