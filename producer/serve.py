@@ -366,9 +366,9 @@ def _otlp_spans(data: bytes, content_type: str, limit: int) -> list[Span]:
     return spans
 
 
-async def post_otlp(request: web.Request) -> web.Response:
-    """OTLP/HTTP traces: spans wait, in their token's own buffer, for their trace's root span,
-    then become triples. Decoding and assembling run off the event loop."""
+async def _otlp_items(request: web.Request, parse: Any, what: str) -> tuple[Grant, str, list[Any]]:
+    """An OTLP/HTTP export's token, content type and items (spans or GenAI events), parsed off
+    the event loop (in another process when large); 415, 413 or 400 as they say."""
     config, state = request.app[CONFIG], request.app[STATE]
     grant = authorize(request)
     content_type = request.content_type
@@ -380,29 +380,34 @@ async def post_otlp(request: web.Request) -> web.Response:
         )
     check_ready(state, config)
     data = await read_data(request)
-    loop = asyncio.get_running_loop()
+    limit = config.otlp_max_spans_per_request
     try:
         if len(data) > HEAVY_BYTES and HEAVY in request.app:
-            spans = await request.app[HEAVY].run(
-                _otlp_spans, data, content_type, config.otlp_max_spans_per_request
-            )
+            items: list[Any] = await request.app[HEAVY].run(parse, data, content_type, limit)
         else:
-            spans = await loop.run_in_executor(
-                None, _otlp_spans, data, content_type, config.otlp_max_spans_per_request
+            items = await asyncio.get_running_loop().run_in_executor(
+                None, parse, data, content_type, limit
             )
     except TooManyItems as exc:
         raise JsonError(
             413,
             "too_many_items",
-            f"the export carries {exc.count} spans, over the limit of {exc.limit} per request "
-            "(VEREDITO_OTLP_MAX_SPANS_PER_REQUEST): export smaller batches",
+            f"the export carries {exc.count} {what}, over the limit of {exc.limit} per "
+            "request (VEREDITO_OTLP_MAX_SPANS_PER_REQUEST): export smaller batches",
         ) from None
     except OTLPError as exc:
         raise JsonError(400, "invalid_body", str(exc)) from None
-    del data
     state.apps.setdefault(grant.tenant, grant.app or "unscoped")
     state.grants[grant.tenant] = grant
-    done = await loop.run_in_executor(None, _assemble, state, grant.tenant, spans)
+    return grant, content_type, items
+
+
+async def post_otlp(request: web.Request) -> web.Response:
+    """OTLP/HTTP traces: spans wait, in their token's own buffer, for their trace to be complete,
+    then become triples. Decoding and assembling run off the event loop."""
+    grant, content_type, spans = await _otlp_items(request, _otlp_spans, "spans")
+    loop = asyncio.get_running_loop()
+    done = await loop.run_in_executor(None, _assemble, request.app[STATE], grant.tenant, spans)
     del spans
     rejected_spans, reasons = await publish_traces(request.app, grant, done)
     body, response_type = partial_success(content_type, rejected_spans, "; ".join(reasons))
@@ -446,36 +451,9 @@ async def post_otlp_logs(request: web.Request) -> web.Response:
     """OTLP/HTTP logs: the GenAI events among them (the messages of LLM calls, when an
     instrumentation sends them as events) wait beside their trace's spans, in their token's own
     buffer, and join them when the trace is assembled. Other records are ignored."""
-    config, state = request.app[CONFIG], request.app[STATE]
-    grant = authorize(request)
-    content_type = request.content_type
-    if content_type not in (PROTOBUF, "application/json"):
-        raise JsonError(
-            415,
-            "unsupported_media_type",
-            f"OTLP/HTTP is {PROTOBUF} or application/json, not {content_type or 'nothing'}",
-        )
-    check_ready(state, config)
-    data = await read_data(request)
+    grant, content_type, events = await _otlp_items(request, _otlp_events, "GenAI events")
     loop = asyncio.get_running_loop()
-    limit = config.otlp_max_spans_per_request
-    try:
-        if len(data) > HEAVY_BYTES and HEAVY in request.app:
-            events = await request.app[HEAVY].run(_otlp_events, data, content_type, limit)
-        else:
-            events = await loop.run_in_executor(None, _otlp_events, data, content_type, limit)
-    except TooManyItems as exc:
-        raise JsonError(
-            413,
-            "too_many_items",
-            f"the export carries {exc.count} GenAI events, over the limit of {exc.limit} per "
-            "request (VEREDITO_OTLP_MAX_SPANS_PER_REQUEST): export smaller batches",
-        ) from None
-    except OTLPError as exc:
-        raise JsonError(400, "invalid_body", str(exc)) from None
-    del data
-    state.apps.setdefault(grant.tenant, grant.app or "unscoped")
-    state.grants[grant.tenant] = grant
+    state = request.app[STATE]
     done = await loop.run_in_executor(None, _assemble_events, state, grant.tenant, events)
     await publish_traces(request.app, grant, done)
     body, response_type = partial_logs_success(content_type, 0, "")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 
-from common import MODEL, MODEL_URL, QUESTIONS, report, retrieve, system_prompt
+from common import QUESTIONS, report
 from openinference.instrumentation.langchain import LangChainInstrumentor
 from phoenix.otel import register
 
@@ -24,42 +24,10 @@ else:
     )  # fmt: skip
 LangChainInstrumentor().instrument(tracer_provider=tracer_provider)
 
-from langchain_core.callbacks import CallbackManagerForRetrieverRun  # noqa: E402
-from langchain_core.documents import Document  # noqa: E402
-from langchain_core.output_parsers import StrOutputParser  # noqa: E402
-from langchain_core.prompts import ChatPromptTemplate  # noqa: E402
-from langchain_core.retrievers import BaseRetriever  # noqa: E402
-from langchain_core.runnables import RunnablePassthrough  # noqa: E402
-from langchain_openai import ChatOpenAI  # noqa: E402
+from langchain_rag import chain, retrieved  # noqa: E402
 
-
-class KeywordRetriever(BaseRetriever):
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
-    ) -> list[Document]:
-        return [Document(page_content=d) for d in retrieve(query)]
-
-
-retrieved: dict[str, list[str]] = {}
-
-
-def keep(docs: list[Document]) -> str:
-    texts = [d.page_content for d in docs]
-    retrieved["last"] = texts
-    return "\n".join(texts)
-
-
-prompt = ChatPromptTemplate.from_messages(
-    [("system", system_prompt(["{context}"])), ("human", "{question}")]
-)
-llm = ChatOpenAI(base_url=MODEL_URL, api_key="x", model=MODEL, temperature=0)
-chain = (
-    {"context": KeywordRetriever() | keep, "question": RunnablePassthrough()}
-    | prompt
-    | llm
-    | StrOutputParser()
-)
 remote = len(sys.argv) > 1 and sys.argv[1] == "remote"
+rag = chain()
 for n, question in enumerate(QUESTIONS):
     if remote:
         from opentelemetry import context
@@ -68,10 +36,10 @@ for n, question in enumerate(QUESTIONS):
         parent = {"traceparent": f"00-{n + 1:032x}-{n + 1:016x}-01"}
         token = context.attach(extract(parent))
         try:
-            answer = chain.invoke(question)
+            answer = rag.invoke(question)
         finally:
             context.detach(token)
     else:
-        answer = chain.invoke(question)
+        answer = rag.invoke(question)
     report(question, retrieved["last"], answer)
 tracer_provider.force_flush()

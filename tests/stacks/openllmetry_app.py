@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from common import MODEL, MODEL_URL, QUESTIONS, report, retrieve, system_prompt
+from common import QUESTIONS, report
 from traceloop.sdk import Traceloop
 
 Traceloop.init(
@@ -16,41 +16,9 @@ Traceloop.init(
     telemetry_enabled=False,
 )
 
-from langchain_core.callbacks import CallbackManagerForRetrieverRun  # noqa: E402
-from langchain_core.documents import Document  # noqa: E402
-from langchain_core.output_parsers import StrOutputParser  # noqa: E402
-from langchain_core.prompts import ChatPromptTemplate  # noqa: E402
-from langchain_core.retrievers import BaseRetriever  # noqa: E402
-from langchain_core.runnables import RunnablePassthrough  # noqa: E402
-from langchain_openai import ChatOpenAI  # noqa: E402
+from langchain_rag import chain, retrieved  # noqa: E402
 
-
-class KeywordRetriever(BaseRetriever):
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
-    ) -> list[Document]:
-        return [Document(page_content=d) for d in retrieve(query)]
-
-
-retrieved: dict[str, list[str]] = {}
-
-
-def keep(docs: list[Document]) -> str:
-    texts = [d.page_content for d in docs]
-    retrieved["last"] = texts
-    return "\n".join(texts)
-
-
-prompt = ChatPromptTemplate.from_messages(
-    [("system", system_prompt(["{context}"])), ("human", "{question}")]
-)
-llm = ChatOpenAI(base_url=MODEL_URL, api_key="x", model=MODEL, temperature=0)
-chain = (
-    {"context": KeywordRetriever() | keep, "question": RunnablePassthrough()}
-    | prompt
-    | llm
-    | StrOutputParser()
-)
+rag = chain()
 for question in QUESTIONS:
-    answer = chain.invoke(question)
+    answer = rag.invoke(question)
     report(question, retrieved["last"], answer)
