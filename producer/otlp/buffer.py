@@ -308,11 +308,7 @@ class TraceAssembler:
                     self._take(buffer, trace_id)
                     ready.append(trace)
             finally:
-                if not traces:
-                    del self._tenants[tenant]
-                self._count(tenant, "evicted", evicted)
-                self._count(tenant, "oversize", oversize)
-                warning = self._report(now)
+                warning = self._settle(tenant, evicted, oversize, now)
         if warning:
             log.warning(*warning)
         return self._assembled(ready)
@@ -367,14 +363,20 @@ class TraceAssembler:
                         self._take(buffer, trace_id)
                         ready.append(trace)
             finally:
-                if not traces:
-                    del self._tenants[tenant]
-                self._count(tenant, "evicted", evicted)
-                self._count(tenant, "oversize", oversize)
-                warning = self._report(now)
+                warning = self._settle(tenant, evicted, oversize, now)
         if warning:
             log.warning(*warning)
         return self._assembled(ready)
+
+    def _settle(self, tenant: str, evicted: int, oversize: int, now: float) -> Any:
+        """The end of an add, under the lock: an emptied tenant forgotten, the drops counted;
+        the WARNING to log once out of the lock, if one is due."""
+        buffer = self._tenants.get(tenant)
+        if buffer is not None and not buffer.traces:
+            del self._tenants[tenant]
+        self._count(tenant, "evicted", evicted)
+        self._count(tenant, "oversize", oversize)
+        return self._report(now)
 
     def _assembled(self, ready: list[_Trace]) -> list[Assembled]:
         for trace in ready:
