@@ -139,7 +139,7 @@ def test_a_local_root_without_the_flag_completes_after_a_quiet_spell() -> None:
     assembler = TraceAssembler(timeout=30, quiet=2.0, clock=lambda: now[0])
     spans = [s for body in bodies("openinference-remote-parent") for s in decode(body, PROTOBUF)]
     for span in spans:
-        span.flags = 0x100  # "has is-remote" without "is remote": as if nobody said
+        span.flags = 0  # an exporter that says nothing of where the parent is
     assert assembler.add_traces("t", spans) == []
     now[0] = 1.0
     assert assembler.expire_traces() == (0, [])
@@ -147,6 +147,22 @@ def test_a_local_root_without_the_flag_completes_after_a_quiet_spell() -> None:
     dropped, done = assembler.expire_traces()
     assert dropped == 0 and len(done) == 2
     assert done[0][1].triple["query"] == "Qual o prazo para desistir da compra?"
+
+
+def test_a_slow_root_said_local_is_waited_for() -> None:
+    """The root of a trace with a slow LLM call comes seconds after its first children: a chain
+    among them whose parent the SDK says is local (flags 0x100) is not taken for the root."""
+    now = [0.0]
+    assembler = TraceAssembler(timeout=30, quiet=2.0, clock=lambda: now[0])
+    spans = [s for body in bodies("openinference-langchain") for s in decode(body, PROTOBUF)]
+    first = [s for s in spans if s.trace_id == spans[0].trace_id]
+    *children, root = first  # the root is exported last
+    assert all(s.flags == 0x100 for s in children)  # as the Python SDK sends them
+    assert assembler.add_traces("t", children) == []
+    now[0] = 10.0  # quiet for long: a chain among the children has no parent here
+    assert assembler.expire_traces() == (0, [])
+    (done,) = assembler.add_traces("t", [root])
+    assert done.triple["answer"] == FIRST and len(done.triple["context"]) == 2
 
 
 def test_chat_messages_in_input_values_give_the_question_not_the_json() -> None:

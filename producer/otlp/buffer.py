@@ -439,10 +439,13 @@ class TraceAssembler:
 
         - a trace holding a root-like span (a chain, an agent) whose parent is not in it, and
           that got nothing new for ``quiet`` seconds: that span is its local root (its parent
-          is in another service), and the trace is assembled now;
+          is in another service), and the trace is assembled now — unless the SDK said that
+          parent is in the same process (span flags 0x100 without 0x200): then the root is only
+          late (a slow LLM call), and the trace waits for it;
         - a trace whose root has not come within ``timeout`` seconds of its first span is
           assembled from its local root when that is root-like (a chain, an agent: a service's
-          entry whose parent is elsewhere), else forgotten (``incomplete``: its root was lost).
+          entry whose parent is elsewhere, or not said to be local), else forgotten
+          (``incomplete``: its root was lost).
 
         Returns (traces forgotten, [(tenant, what each assembled trace became)]).
         O(tenants + candidates + expired traces)."""
@@ -469,7 +472,7 @@ class TraceAssembler:
                     if not candidate.spans or candidate.hold_until is not None:
                         continue
                     root = local_root(candidate.spans)
-                    if root.parent_id.strip("0") and root_like(root):
+                    if root.parent_id.strip("0") and not root.local_parent and root_like(root):
                         self._take(buffer, trace_id)
                         ready.append((tenant, candidate))
                 expired = 0
@@ -479,7 +482,8 @@ class TraceAssembler:
                     if trace.first_seen > horizon:
                         break
                     self._take(buffer, trace_id)
-                    if trace.spans and root_like(local_root(trace.spans)):
+                    entry = local_root(trace.spans) if trace.spans else None
+                    if entry is not None and not entry.local_parent and root_like(entry):
                         ready.append((tenant, trace))
                         continue
                     expired += 1

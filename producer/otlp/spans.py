@@ -36,6 +36,12 @@ class Span:
     flags: int = 0
 
     @property
+    def local_parent(self) -> bool:
+        """The SDK said its parent is in the same process (flags 0x100 without 0x200): when that
+        parent is missing, it is late or lost, never elsewhere."""
+        return self.flags & _REMOTE == HAS_IS_REMOTE
+
+    @property
     def remote_parent(self) -> bool:
         """Its parent is in another process (the SDK said so): this is the local root."""
         return self.flags & _REMOTE == _REMOTE and bool(self.parent_id.strip("0"))
