@@ -53,7 +53,8 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 def reviewing(store_url: str, tmp_path: Path) -> Iterator[tuple[Server, list[dict[str, Any]], str]]:
     verdicts = judged_store(store_url, tmp_path)
     env = {"VEREDITO_INGEST_TOKENS": f"{INGEST}", "VEREDITO_READ_TOKENS": READ,
-           "VEREDITO_REVIEW_TOKENS": REVIEW, "VEREDITO_REVIEW_SAMPLE": "1"}  # fmt: skip
+           "VEREDITO_REVIEW_TOKENS": REVIEW, "VEREDITO_REVIEW_SAMPLE": "1",
+           "VEREDITO_REVIEW_RATE": "0"}  # the write limit: tests/test_review_abuse.py  # fmt: skip
     with server(tmp_path, "--store", store_url, **env) as s:  # ingest tokens: to be refused
         yield s, verdicts, store_url
 
