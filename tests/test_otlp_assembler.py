@@ -166,6 +166,56 @@ def test_span_size_walks_nested_values() -> None:
     assert span_size(nested) == 200 + 3 + 64 + 1 + 6 * 64 + 3 + 3 + 5 + 4 + 2
 
 
+def test_protobuf_decoding_sizes_each_span_as_span_size_does() -> None:
+    """Decoding sizes a protobuf span as it reads it (no second walk at buffering): the same
+    figure span_size gives, for text, numbers, bytes, nested lists and maps, empty text, and a
+    key said twice (kept once, then sized at buffering)."""
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    def kv(key: str, value: dict[str, Any]) -> dict[str, Any]:
+        return {"key": key, "value": value}
+
+    attributes = [
+        kv("input.value", {"stringValue": "Qual o prazo? ção"}),
+        kv("empty", {"stringValue": ""}),
+        kv("llm.token_count.prompt", {"intValue": "512"}),
+        kv("ratio", {"doubleValue": 0.5}),
+        kv("ok", {"boolValue": True}),
+        kv("raw", {"bytesValue": "AAEC"}),
+        kv("none", {}),
+        kv("list", {"arrayValue": {"values": [{"stringValue": "abc"}, {"arrayValue": {
+            "values": [{"stringValue": "xy"}]}}]}}),
+        kv("map", {"kvlistValue": {"values": [kv("key", {"stringValue": "value"})]}}),
+    ]  # fmt: skip
+    span = {"traceId": "AAECAwQFBgcICQoLDA0ODw==", "spanId": "AAECAwQFBgc=", "name": "n",
+            "parentSpanId": "BwYFBAMCAQA="}  # fmt: skip
+    spans = [
+        {**span, "attributes": attributes},
+        {**span, "attributes": [*attributes, kv("ok", {"boolValue": False})]},
+    ]
+    resource = {"attributes": [kv("service.name", {"stringValue": "sac-bot"})]}
+    body = {"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": spans}]}]}
+    data = json_format.ParseDict(body, ExportTraceServiceRequest()).SerializeToString()
+    once, twice = decode(data, "application/x-protobuf")
+    assert once.attributes["raw"] == "000102" and once.attributes["list"] == ["abc", ["xy"]]
+    assert once.size == span_size(once) > 200
+    assert twice.size == 0 and span_size(twice) == span_size(once)
+    assembler = TraceAssembler()
+    assembler.add(A, [once])  # a child: buffered, counted at the size decoding made
+    assert assembler.pending_bytes(A) == span_size(once)
+    # OTLP/JSON: the same (its ids in hex), a key said twice sized at buffering too
+    for sp in spans:
+        sp.update(traceId="000102030405060708090a0b0c0d0e0f", spanId="0001020304050607",
+                  parentSpanId="0706050403020100")  # fmt: skip
+    once, twice = decode(json.dumps(body).encode(), "application/json")
+    assert once.attributes["list"] == ["abc", ["xy"]] and once.attributes["ratio"] == 0.5
+    assert once.size == span_size(once) > 200
+    assert twice.size == 0 and span_size(twice) == span_size(once)
+
+
 # -- a trace's life ----------------------------------------------------------------------------
 
 

@@ -30,7 +30,8 @@ two tenants never meet: each tenant's triple is built from its own spans only. E
 own quotas (constructor keywords, defaults in brackets): pending traces ``max_traces`` [10 000],
 pending spans ``max_spans`` [50 000] and estimated bytes of pending spans ``max_bytes`` [32 MiB]
 (:func:`span_size`: the lengths of a span's ids, name and attribute keys and string values, nested
-lists and maps walked, plus a fixed overhead per span and per attribute). A span that would exceed
+lists and maps walked, plus a fixed overhead per span and per attribute; decoding counts it as it
+reads the span, :attr:`Span.size`, so that buffering does not walk it again). A span that would exceed
 a quota pushes out that tenant's oldest pending traces, whole, until it fits — never another
 tenant's. A span bigger than ``max_bytes`` by itself, one beyond ``max_spans_per_trace`` [2 000]
 spans of its trace (the first root span is always taken), or one whose trace alone would outgrow a

@@ -176,10 +176,24 @@ def assemble(spans: Sequence[Span], retrieval_tools: Sequence[str] | None = None
     """The triple of a complete trace (see the module's documentation)."""
     ordered = sorted(spans, key=_start)
     root_span = local_root(ordered, ordered=True)
-    items = [_classify(span) for span in ordered]
-    retrievers = [item for item in items if item[2] == "RETRIEVER"]
-    llms = [item for item in items if item[2] == "LLM"]
-    root = next(item for item in items if item[0] is root_span)
+    items: list[_Item] = []
+    retrievers: list[_Item] = []
+    llms: list[_Item] = []
+    root: _Item | None = None
+    for span in ordered:  # one pass: each span classified, the retrievers, LLM calls and root
+        kind = span.attributes.get("openinference.span.kind")
+        if kind is not None:  # the most common convention, read without the search
+            item: _Item = (span, openinference, str(kind).upper(), "openinference")
+        else:
+            item = _classify(span)
+        items.append(item)
+        if item[2] == "RETRIEVER":
+            retrievers.append(item)
+        elif item[2] == "LLM":
+            llms.append(item)
+        if span is root_span:
+            root = item
+    assert root is not None  # local_root is one of the spans
     done = Assembled(trace_id=root_span.trace_id, spans=len(items))
     root_kind = root[2]
     if root_kind in NOT_AN_ANSWER:

@@ -13,7 +13,13 @@ from typing import Any
 
 from veredito.producer.otlp.assemble import Assembled, assemble, local_root
 from veredito.producer.otlp.logs import Event, apply_events, needs_events
-from veredito.producer.otlp.spans import _REMOTE, ITEM_OVERHEAD, SPAN_OVERHEAD, Span
+from veredito.producer.otlp.spans import (
+    _REMOTE,
+    ITEM_OVERHEAD,
+    SPAN_OVERHEAD,
+    Span,
+    nested_size,
+)
 
 __all__ = ["DROP_REASONS", "TraceAssembler", "span_size"]
 
@@ -51,18 +57,7 @@ def span_size(span: Span) -> int:
                 nested.append(value)
         elif isinstance(value, bytes):
             size += len(value)
-    while nested:  # a stack, not recursion: any depth decode took is walked
-        container = nested.pop()
-        size += len(container) * ITEM_OVERHEAD
-        if isinstance(container, dict):
-            size += sum(len(key) for key in container if isinstance(key, str))
-            container = container.values()
-        for item in container:
-            if isinstance(item, (str, bytes)):
-                size += len(item)
-            elif isinstance(item, (list, dict)):
-                nested.append(item)
-    return size
+    return size + nested_size(nested) if nested else size
 
 
 class _Trace:
@@ -251,7 +246,7 @@ class TraceAssembler:
             evicted = oversize = 0
             try:
                 for span in spans:
-                    size = span_size(span)
+                    size = span.size or span_size(span)
                     trace_id = span.trace_id
                     first_root = not span.parent_id.strip("0") or span.flags & _REMOTE == _REMOTE
                     trace = traces.get(trace_id)

@@ -8,7 +8,14 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from veredito.producer.otlp.spans import PROTOBUF, OTLPError, Span
+from veredito.producer.otlp.spans import (
+    ITEM_OVERHEAD,
+    PROTOBUF,
+    SPAN_OVERHEAD,
+    OTLPError,
+    Span,
+    nested_size,
+)
 
 __all__ = ["decode", "decode_iter", "empty_response", "partial_success"]
 
@@ -48,25 +55,69 @@ def _decode_protobuf(data: bytes) -> Iterator[Span]:
         request.ParseFromString(data)
     except DecodeError as exc:
         raise OTLPError(f"not an OTLP protobuf export: {exc}") from None
-    return _protobuf_spans(request)
+    return _protobuf_spans(request, "flags" in _span_fields(ExportTraceServiceRequest))
 
 
-def _protobuf_spans(request: Any) -> Iterator[Span]:
+def _span_fields(request_type: Any) -> Any:
+    """The fields of the Span message (``flags`` came with OTLP 1.1; opentelemetry-proto
+    before 1.23 has none)."""
+    scope_spans = request_type.DESCRIPTOR.fields_by_name["resource_spans"].message_type
+    spans = scope_spans.fields_by_name["scope_spans"].message_type.fields_by_name["spans"]
+    return spans.message_type.fields_by_name
+
+
+def _protobuf_spans(request: Any, has_flags: bool = True) -> Iterator[Span]:
+    """The request's spans, each sized as it is read (:attr:`Span.size`: what
+    :func:`~veredito.producer.otlp.buffer.span_size` would count, without a second walk)."""
+    hexes: dict[bytes, str] = {}
     for resource_spans in request.resource_spans:
         resource = {kv.key: _proto_value(kv.value) for kv in resource_spans.resource.attributes}
         service = resource.get("service.name")
+        if not isinstance(service, str):
+            service = None
+        base = SPAN_OVERHEAD + (len(service) if service else 0)
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
+                pairs = span.attributes
+                attributes: dict[str, Any] = {}
+                size = base + len(pairs) * ITEM_OVERHEAD
+                nested: list[Any] = []
+                for kv in pairs:
+                    key, value = kv.key, kv.value
+                    found = value.string_value
+                    if found:  # most attributes are text: read and sized at once
+                        attributes[key] = found
+                        size += len(key) + len(found)
+                        continue
+                    found = attributes[key] = _proto_value(value)
+                    size += len(key)
+                    if isinstance(found, str):  # bytes, read as hex
+                        size += len(found)
+                    elif isinstance(found, (list, dict)):
+                        nested.append(found)
+                if nested:
+                    size += nested_size(nested)
+                raw = span.trace_id
+                trace_id = hexes.get(raw)
+                if trace_id is None:  # the spans of a trace mostly come together
+                    trace_id = hexes[raw] = raw.hex()
+                span_id = span.span_id.hex()
+                parent_id = span.parent_span_id.hex()
+                name = span.name
                 yield Span(
-                    trace_id=span.trace_id.hex(),
-                    span_id=span.span_id.hex(),
-                    parent_id=span.parent_span_id.hex(),
-                    name=span.name,
-                    start=int(span.start_time_unix_nano),
-                    attributes={kv.key: _proto_value(kv.value) for kv in span.attributes},
-                    service=service if isinstance(service, str) else None,
-                    resource=resource,
-                    flags=getattr(span, "flags", 0),
+                    trace_id,
+                    span_id,
+                    parent_id,
+                    name,
+                    span.start_time_unix_nano,
+                    attributes,
+                    service,
+                    resource,
+                    span.flags if has_flags else 0,
+                    # a key said twice is kept once: then span_size counts it at buffering
+                    size + len(trace_id) + len(span_id) + len(parent_id) + len(name)
+                    if len(attributes) == len(pairs)
+                    else 0,
                 )
 
 
@@ -87,21 +138,31 @@ def _decode_json(body: dict[str, Any]) -> Iterator[Span]:
     for resource_spans in _list(body.get("resourceSpans")):
         resource = _json_attributes(_dict(resource_spans.get("resource")).get("attributes"))
         service = resource.get("service.name")
+        if not isinstance(service, str):
+            service = None
+        base = SPAN_OVERHEAD + (len(service) if service else 0)
         for scope_spans in _list(resource_spans.get("scopeSpans")):
             for span in _list(scope_spans.get("spans")):
                 trace_id, span_id = span.get("traceId"), span.get("spanId")
                 if not isinstance(trace_id, str) or not isinstance(span_id, str):
                     raise OTLPError("every span needs traceId and spanId (hex strings)")
+                attributes, size = _sized_attributes(span.get("attributes"))
+                trace_id, span_id = trace_id.lower(), span_id.lower()
+                parent_id = str(span.get("parentSpanId") or "").lower()
+                name = str(span.get("name") or "")
+                if size:
+                    size += base + len(trace_id) + len(span_id) + len(parent_id) + len(name)
                 yield Span(
-                    trace_id=trace_id.lower(),
-                    span_id=span_id.lower(),
-                    parent_id=str(span.get("parentSpanId") or "").lower(),
-                    name=str(span.get("name") or ""),
-                    start=_int(span.get("startTimeUnixNano")),
-                    attributes=_json_attributes(span.get("attributes")),
-                    service=service if isinstance(service, str) else None,
-                    resource=resource,
-                    flags=_int(span.get("flags")),
+                    trace_id,
+                    span_id,
+                    parent_id,
+                    name,
+                    _int(span.get("startTimeUnixNano")),
+                    attributes,
+                    service,
+                    resource,
+                    _int(flags) if (flags := span.get("flags")) is not None else 0,
+                    size,
                 )
 
 
@@ -126,6 +187,41 @@ def _json_attributes(items: Any) -> dict[str, Any]:
         for item in _list(items)
         if item.get("key") is not None
     }
+
+
+def _sized_attributes(items: Any) -> tuple[dict[str, Any], int]:
+    """:func:`_json_attributes` and what :func:`~veredito.producer.otlp.buffer.span_size`
+    counts for them, in one walk; the size 0 (sized at buffering) when a key is said twice."""
+    attributes: dict[str, Any] = {}
+    if not isinstance(items, list):
+        return attributes, 0
+    size = taken = 0
+    nested: list[Any] = []
+    for item in items:
+        key = found = None
+        try:  # most attributes are text: read and sized at once
+            key = item["key"]
+            found = item["value"]["stringValue"]
+        except (KeyError, TypeError, IndexError):
+            pass
+        if type(key) is str and type(found) is str:
+            attributes[key] = found
+            size += len(key) + len(found)
+            taken += 1
+            continue
+        if type(item) is not dict or item.get("key") is None:  # the long way
+            continue
+        key = str(item["key"])
+        found = attributes[key] = _json_value(_dict(item.get("value")))
+        size += len(key)
+        taken += 1
+        if isinstance(found, (str, bytes)):
+            size += len(found)
+        elif isinstance(found, (list, dict)):
+            nested.append(found)
+    if taken != len(attributes):
+        return attributes, 0
+    return attributes, size + taken * ITEM_OVERHEAD + (nested_size(nested) if nested else 0)
 
 
 def _json_value(value: dict[str, Any]) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ITEM_OVERHEAD", "PROTOBUF", "SPAN_OVERHEAD", "OTLPError", "Span"]
+__all__ = ["ITEM_OVERHEAD", "PROTOBUF", "SPAN_OVERHEAD", "OTLPError", "Span", "nested_size"]
 
 PROTOBUF = "application/x-protobuf"
 
@@ -23,7 +23,7 @@ IS_REMOTE = 0x200
 _REMOTE = HAS_IS_REMOTE | IS_REMOTE
 
 
-@dataclass
+@dataclass(slots=True)
 class Span:
     trace_id: str
     span_id: str
@@ -34,6 +34,7 @@ class Span:
     service: str | None = None
     resource: dict[str, Any] | None = None  # shared by the spans of one resource
     flags: int = 0
+    size: int = 0  # the estimate of its memory decoding made (buffer.span_size); 0: not made
 
     @property
     def local_parent(self) -> bool:
@@ -45,3 +46,23 @@ class Span:
     def remote_parent(self) -> bool:
         """Its parent is in another process (the SDK said so): this is the local root."""
         return self.flags & _REMOTE == _REMOTE and bool(self.parent_id.strip("0"))
+
+
+def nested_size(containers: list[Any]) -> int:
+    """What :func:`~veredito.producer.otlp.buffer.span_size` counts for attribute values that
+    are lists or maps: :data:`ITEM_OVERHEAD` per item or entry, the lengths of map keys and of
+    string (or bytes) items, nested containers walked (a stack, not recursion: any depth
+    decoding took is walked). ``containers`` is emptied."""
+    size = 0
+    while containers:
+        container = containers.pop()
+        size += len(container) * ITEM_OVERHEAD
+        if isinstance(container, dict):
+            size += sum(len(key) for key in container if isinstance(key, str))
+            container = container.values()
+        for item in container:
+            if isinstance(item, (str, bytes)):
+                size += len(item)
+            elif isinstance(item, (list, dict)):
+                containers.append(item)
+    return size
