@@ -31,8 +31,8 @@ own quotas (constructor keywords, defaults in brackets): pending traces ``max_tr
 pending spans ``max_spans`` [50 000] and estimated bytes of pending spans ``max_bytes`` [32 MiB]
 (:func:`span_size`: the lengths of a span's ids, name and attribute keys and string values, nested
 lists and maps walked, plus a fixed overhead per span and per attribute; decoding counts it as it
-reads the span, :attr:`Span.size`, so that buffering does not walk it again). A span that would exceed
-a quota pushes out that tenant's oldest pending traces, whole, until it fits — never another
+reads the span, :attr:`Span.size`, so that buffering does not walk it again). A span that would
+exceed a quota pushes out that tenant's oldest pending traces, whole, until it fits — never another
 tenant's. A span bigger than ``max_bytes`` by itself, one beyond ``max_spans_per_trace`` [2 000]
 spans of its trace (the first root span is always taken), or one whose trace alone would outgrow a
 quota, is dropped. A trace whose root has not come within ``timeout`` seconds of its first span is
