@@ -5,7 +5,8 @@ array of them, or NDJSON — or raises :class:`BodyError` naming what is wrong (
 NDJSON). ``from_aferiq`` maps aferiq-eval's payloads onto the triple contract: a RAG trace
 already is one (``{"query", "context", "answer"}``); an agent trace ``{"trace_id", "goal",
 "final_answer", "steps", "tool_specs"}`` becomes query = goal, answer = final answer, context =
-the outputs of its ``retrieval`` and ``tool`` steps, id = the trace id. The values are then
+the outputs of its ``retrieval`` and ``tool`` steps, id = the trace id, ``metadata.release`` its
+metadata's ``release``, else ``app_version``, else ``version`` (spec §18). The values are then
 checked by :func:`veredito.producer.triple.parse_triple` like any other input.
 """
 
@@ -39,6 +40,7 @@ __all__ = [
 
 NDJSON = "application/x-ndjson"
 CONTEXT_STEPS = ("retrieval", "tool")
+RELEASE_KEYS = ("app_version", "version")  # an agent trace's metadata naming the app's version
 
 
 class BodyError(ValueError):
@@ -129,6 +131,12 @@ def from_aferiq(value: Any) -> Any:
     }
     if isinstance(value.get("metadata"), dict):
         triple["metadata"] = {**value["metadata"], **triple["metadata"]}
+        metadata = triple["metadata"]
+        if "release" not in metadata:  # spec §18: the app's version, where the trace names it
+            for key in RELEASE_KEYS:
+                if isinstance(metadata.get(key), str):
+                    metadata["release"] = metadata[key]
+                    break
     if isinstance(value.get("trace_id"), str) and value["trace_id"]:
         triple["id"] = value["trace_id"]
     return triple

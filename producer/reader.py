@@ -22,6 +22,7 @@ __all__ = [
     "open_input",
     "parse_line",
     "read_lines",
+    "with_release",
 ]
 
 # A line nested deeper is refused: a triple needs a few levels (metadata may use 32), and a value
@@ -61,6 +62,19 @@ def read_lines(stream: IO[str]) -> Iterator[InputLine]:
         item = parse_line(number, text)
         if item is not None:
             yield item
+
+
+def with_release(lines: Iterable[InputLine], release: str) -> Iterator[InputLine]:
+    """The lines with ``metadata.release`` set to ``release`` on every object (spec §18's
+    ``run --release``); a line that is not an object is left for the contract to reject."""
+    for item in lines:
+        value = item.value
+        metadata = value.get("metadata") if isinstance(value, dict) else None
+        # a metadata that is not an object is left as it is: the contract rejects it
+        if item.error is None and isinstance(value, dict) and isinstance(metadata, dict | None):
+            metadata = {**(metadata or {}), "release": release}
+            item = InputLine(item.line, item.text, {**value, "metadata": metadata})
+        yield item
 
 
 def parse_line(number: int, text: str) -> InputLine | None:

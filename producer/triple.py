@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "RELEASE_PATTERN",
     "InvalidTriple",
     "Limits",
     "Triple",
     "check_metadata",
+    "check_release",
     "fallback_id",
     "parse_triple",
     "triple_id",
@@ -69,6 +71,12 @@ class Triple:
     def app(self) -> str | None:
         app = self.metadata.get("app")
         return app if isinstance(app, str) and app else None
+
+    @property
+    def release(self) -> str:
+        """The release that answered (spec §18), ``unknown`` when the triple names none."""
+        release = self.metadata.get("release")
+        return release if isinstance(release, str) and release else "unknown"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -226,7 +234,33 @@ def check_metadata(metadata: object, line: int | None = None) -> dict[str, Any]:
             raise InvalidTriple("metadata.app", f"{app!r} has leading or trailing whitespace", line)
         if _APP_CONTROL.search(app):
             raise InvalidTriple("metadata.app", "contains a control character", line)
+    if "release" in metadata:
+        problem = check_release(metadata["release"])
+        if problem is not None:
+            raise InvalidTriple("metadata.release", problem, line)
     return metadata
+
+
+# spec §18: a release is a label value, a store column and a URL parameter: short and plain
+RELEASE_PATTERN = re.compile(r"[A-Za-z0-9._+-]{1,64}")
+MAX_RELEASE_LENGTH = 64
+
+
+def check_release(release: object) -> str | None:
+    """Why ``release`` cannot name a release (spec §18: at most 64 characters of
+    ``[A-Za-z0-9._+-]``); None when it can. ``null`` is allowed: absent, read as ``unknown``."""
+    if release is None:
+        return None
+    if not isinstance(release, str):
+        return f"must be a string, got {_type_name(release)}"
+    if not release:
+        return "must not be empty (leave it out: absent means unknown)"
+    if len(release) > MAX_RELEASE_LENGTH:
+        return f"{len(release)} characters, limit is {MAX_RELEASE_LENGTH}"
+    if not RELEASE_PATTERN.fullmatch(release):
+        bad = next(c for c in release if not RELEASE_PATTERN.fullmatch(c))
+        return f"{bad!r} is not allowed: use letters, digits and . _ + - only"
+    return None
 
 
 # an app's name is matched exactly everywhere (the store, ?app=, tokens, metrics): a space at

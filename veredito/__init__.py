@@ -12,6 +12,7 @@ The library API (``docs/library.md``)::
     import veredito
     report = veredito.evaluate([{"query": q, "context": chunks, "answer": a}], judge="rules")
     report.hallucinated, report.to_pandas(), report.to_jsonl("verdicts.jsonl")
+    veredito.compare(base_report, head_report)  # did the new release make it worse?
 
 ``veredito.testing.assert_grounded`` and the pytest fixture ``veredito_judge`` check a RAG app's
 answers in its own test suite. The names load on first use, so ``import veredito`` stays cheap
@@ -25,15 +26,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from veredito.api import Judge, Report, aevaluate, evaluate
+    from veredito.comparison import compare
     from veredito.worker.verdict import Verdict
 
-__all__ = ["Judge", "Report", "Verdict", "__version__", "aevaluate", "evaluate"]
+__all__ = ["Judge", "Report", "Verdict", "__version__", "aevaluate", "compare", "evaluate"]
 
 _LAZY = {
     "Judge": "veredito.api",
     "Report": "veredito.api",
     "aevaluate": "veredito.api",
     "evaluate": "veredito.api",
+    "compare": "veredito.comparison",
     "Verdict": "veredito.worker.verdict",
 }
 

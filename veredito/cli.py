@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from veredito.commands import otlp, pipeline, reviewing, serving
+from veredito.commands import compare, otlp, pipeline, reviewing, serving
 from veredito.worker.logs import configure_logging
 from veredito.worker.settings import Settings
 
@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 when any answer is hallucinated",
     )
     run.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    _add_release_option(run)
 
     produce = sub.add_parser("produce", help="publish triples to the broker")
     produce.add_argument(
@@ -96,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="read a contract field with a JMESPath expression (repeatable), or name a preset: "
         "ragas, aferiq, langchain (see docs/ingestion.md)",
     )
+    _add_release_option(produce)
 
     worker = sub.add_parser("worker", help="run a Celery worker")
     _add_judge_options(worker)
@@ -174,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="claims by gold and predicted verdict (grounded, partial, invented, contradicted)",
     )
+    compare.add_parser(sub)
     otlp = sub.add_parser("otlp", help="OpenTelemetry traces: what serve makes of them")
     otlp_sub = otlp.add_subparsers(dest="otlp_command", required=True)
     explain = otlp_sub.add_parser(
@@ -201,6 +204,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="every reviewed answer (default), or those of the uniform slice only",
     )
     return parser
+
+
+def _release(value: str) -> str:
+    from veredito.producer.triple import check_release
+
+    problem = check_release(value)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{value!r}: {problem}")
+    return value
+
+
+def _add_release_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--release",
+        type=_release,
+        metavar="RELEASE",
+        help="the release of the app that gave these answers, set as metadata.release on every "
+        "line (over a release a line names; spec §18): up to 64 of A-Z a-z 0-9 . _ + -",
+    )
 
 
 def _add_intake_options(parser: argparse.ArgumentParser) -> None:
@@ -247,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         "serve": serving.serve,
         "labels": reviewing.labels,
         "otlp": otlp.explain,
+        "compare": compare.compare,
     }
     return handler[args.command](args, settings)
 

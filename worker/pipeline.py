@@ -86,8 +86,11 @@ class Pipeline:
                 fallback_id(raw_triple), "invalid_triple", rejection(raw_triple, exc), source
             )
             if isinstance(raw_triple, dict) and isinstance(raw_triple.get("metadata"), dict):
+                metadata = raw_triple["metadata"]
+                if exc.field == "metadata.release":  # the rest of it (the app) still holds
+                    metadata = {k: v for k, v in metadata.items() if k != "release"}
                 with contextlib.suppress(InvalidTriple):  # only metadata a verdict can carry
-                    verdict.metadata = check_metadata(raw_triple["metadata"])
+                    verdict.metadata = check_metadata(metadata)
             found = partial_input(raw_triple) if self.keep_input else None
             if found is not None:  # what was mapped, so that one can see what was missing
                 verdict.input = TripleInput(

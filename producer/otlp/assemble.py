@@ -19,8 +19,8 @@ Spans are classified by what they are — an LLM call, a retriever, a tool call,
   ``tools`` or ``system_messages`` when the context came from there);
 - answer: the root's output as an answer (the assistant's text when it holds chat messages),
   else the last LLM call's;
-- ``metadata.app``: the resource's ``service.name``, else ``openinference.project.name``; the
-  id: the trace id.
+- ``metadata.app``: the resource's ``service.name``, else ``openinference.project.name``;
+  ``metadata.release``: the resource's ``service.version`` (spec §18); the id: the trace id.
 
 A field not found is left ``None`` (or empty) and ``metadata.otlp.looked_for`` names, for each
 field missing, the attributes looked for: the rejected verdict says what was mapped and what was
@@ -231,6 +231,9 @@ def assemble(spans: Sequence[Span], retrieval_tools: Sequence[str] | None = None
     app = _app(root_span, spans)
     if app:
         metadata["app"] = app
+    release = root_span.resource.get("service.version") if root_span.resource else None
+    if release is not None:  # spec §18; checked with the triple (a bad one names the field)
+        metadata["release"] = release if isinstance(release, str) else str(release)
     missing = []
     if not query:
         missing.append("query")

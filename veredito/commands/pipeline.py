@@ -27,7 +27,7 @@ log = logging.getLogger("veredito")
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from tqdm import tqdm
 
-    from veredito.producer.reader import read_lines
+    from veredito.producer.reader import read_lines, with_release
     from veredito.worker.judges import JudgeNotConfigured
     from veredito.worker.metrics import Metrics, MetricsPortError
     from veredito.worker.run import run_lines
@@ -36,7 +36,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if stream is None:
         return 3
     metrics = Metrics(
-        app_label_limit=settings.app_label_limit, alert_confidence=settings.alert_confidence
+        app_label_limit=settings.app_label_limit,
+        alert_confidence=settings.alert_confidence,
+        releases_kept=settings.releases_kept,
     )
     if settings.metrics_port:
         try:
@@ -60,9 +62,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         out = Path(args.out).open("w", encoding="utf-8")  # noqa: SIM115 - closed below
     bar = tqdm(total=total, unit="answer", file=sys.stderr, disable=args.no_progress or None)
     try:
+        lines = read_lines(stream)
         summary = asyncio.run(
             run_lines(
-                read_lines(stream),
+                with_release(lines, args.release) if args.release else lines,
                 settings,
                 args.input,
                 out,
@@ -99,8 +102,11 @@ def produce(args: argparse.Namespace, settings: Settings) -> int:
     from veredito.producer.publish import produce
     from veredito.producer.reader import read_lines
 
+    maps = list(args.map)
+    if args.release:  # checked by the parser: a plain JSON string literal
+        maps.append(f'metadata.release=`"{args.release}"`')
     try:
-        mapper = Mapper(parse_maps(args.map)) if args.map else None
+        mapper = Mapper(parse_maps(maps)) if maps else None
     except MappingError as exc:
         print(f"veredito: {exc}", file=sys.stderr)
         return 2

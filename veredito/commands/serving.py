@@ -104,6 +104,7 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
             refresh_seconds=settings.review_refresh,
             precision_floor=settings.review_precision_floor,
             min_labels=settings.review_min_labels,
+            alert_confidence=settings.alert_confidence,
         )
         review.limits = WriteLimits(settings.review_rate, settings.review_burst)
         review.max_submissions = settings.review_max_submissions

@@ -22,6 +22,7 @@ __all__ = [
     "app_of",
     "marks",
     "parse_when",
+    "release_of",
     "rows_of",
     "sample_key",
     "timestamp",
@@ -63,6 +64,7 @@ class Filters:
     since: str | None = None  # timestamps in TIME_FORMAT (see parse_when)
     until: str | None = None
     min_confidence: float | None = None  # hallucination_confidence at least this
+    release: str | None = None  # spec §18: the release that answered
 
 
 @dataclass
@@ -113,7 +115,7 @@ def _evaluated_at(value: Any) -> str:
 
 
 # id, app, status, hallucinated, score, faithfulness_score, judge_kind, judge_model,
-# evaluated_at, categories, body, sample_key, hallucination_confidence
+# evaluated_at, categories, body, sample_key, hallucination_confidence, release
 VerdictRow = tuple[
     str,
     str,
@@ -128,6 +130,7 @@ VerdictRow = tuple[
     str,
     float,
     float | None,
+    str,
 ]
 # verdict_id, position, text, verdict, category, chunk_idx, source, app, confidence
 ClaimRow = tuple[str, int, str, str, str | None, int | None, str | None, str, float | None]
@@ -160,6 +163,17 @@ def app_of(verdict: dict[str, Any]) -> str:
     return _text(meta.get("app")) or ""
 
 
+def release_of(verdict: dict[str, Any]) -> str:
+    """The release a verdict names (spec §18), ``unknown`` when none the contract would take."""
+    release = _dict(verdict.get("metadata")).get("release")
+    if isinstance(release, str) and _RELEASE.fullmatch(release):
+        return release
+    return "unknown"
+
+
+_RELEASE = re.compile(r"[A-Za-z0-9._+-]{1,64}")
+
+
 def rows_of(body: bytes) -> tuple[VerdictRow, list[ClaimRow]] | None:
     """The table rows of one verdict; None for a body that is not a verdict with a string id."""
     try:
@@ -187,6 +201,7 @@ def rows_of(body: bytes) -> tuple[VerdictRow, list[ClaimRow]] | None:
         body.decode("utf-8", "replace"),
         sample_key(app, verdict_id),
         _probability(verdict.get("hallucination_confidence")),
+        release_of(verdict),
     )
     claims: list[ClaimRow] = []
     raw_claims = verdict.get("claims")

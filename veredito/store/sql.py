@@ -40,6 +40,7 @@ from veredito.store.base import (
     timestamp,
 )
 from veredito.store.labelling import LabelQueries
+from veredito.store.releases import ReleaseQueries
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -54,7 +55,7 @@ log = logging.getLogger(__name__)
 _FILE = re.compile(r"^(\d{4})_(\w+)\.sql$")
 _VERDICT_COLUMNS = (
     "id, app, status, hallucinated, score, faithfulness_score, judge_kind, judge_model, "
-    "evaluated_at, categories, body, sample_key, hallucination_confidence"
+    "evaluated_at, categories, body, sample_key, hallucination_confidence, release"
 )
 _CLAIM_COLUMNS = "verdict_id, position, text, verdict, category, chunk_idx, source, app, confidence"
 _PG_LOCK = 7_465_102_301  # pg_advisory_xact_lock key for migrations
@@ -112,7 +113,7 @@ class AmbiguousId(LookupError):
         self.apps = apps
 
 
-class SQLStore(LabelQueries):
+class SQLStore(LabelQueries, ReleaseQueries):
     """Shared by both dialects; subclasses say how to connect and how to insert a batch."""
 
     dialect = ""
@@ -289,13 +290,14 @@ class SQLStore(LabelQueries):
             params.append(filters.hallucinated)
         if filters.category is not None:
             where.append(
-                "EXISTS (SELECT 1 FROM claims c WHERE c.verdict_id = v.id "
+                "EXISTS (SELECT 1 FROM claims c WHERE c.app = v.app AND c.verdict_id = v.id "
                 "AND c.verdict <> 'grounded' AND COALESCE(c.category, 'GENERICA') = %s)"
             )
             params.append(filters.category)
         if filters.verdict is not None:
             where.append(
-                "EXISTS (SELECT 1 FROM claims c WHERE c.verdict_id = v.id AND c.verdict = %s)"
+                "EXISTS (SELECT 1 FROM claims c WHERE c.app = v.app AND c.verdict_id = v.id "
+                "AND c.verdict = %s)"
             )
             params.append(filters.verdict)
         if filters.since is not None:
@@ -307,6 +309,9 @@ class SQLStore(LabelQueries):
         if filters.min_confidence is not None:
             where.append("v.hallucination_confidence >= %s")
             params.append(filters.min_confidence)
+        if filters.release is not None:
+            where.append("v.release = %s")
+            params.append(filters.release)
         return where, params
 
     def _time_param(self) -> str:
@@ -382,7 +387,7 @@ class SQLStore(LabelQueries):
             by_category = conn.execute(
                 self.sql(
                     "SELECT COALESCE(c.category, 'GENERICA'), COUNT(*), COUNT(DISTINCT v.id) "
-                    "FROM claims c JOIN verdicts v ON v.id = c.verdict_id "
+                    "FROM claims c JOIN verdicts v ON v.app = c.app AND v.id = c.verdict_id "
                     f"WHERE c.verdict <> 'grounded' {joined} GROUP BY 1"
                 ),
                 params,
@@ -390,7 +395,7 @@ class SQLStore(LabelQueries):
             by_verdict = conn.execute(
                 self.sql(
                     "SELECT c.verdict, COUNT(*) FROM claims c JOIN verdicts v "
-                    f"ON v.id = c.verdict_id {clause} GROUP BY c.verdict"
+                    f"ON v.app = c.app AND v.id = c.verdict_id {clause} GROUP BY c.verdict"
                 ),
                 params,
             ).fetchall()
@@ -470,7 +475,7 @@ class SQLiteStore(SQLStore):
                 existing.update((r[0], r[1]) for r in found)
             new = [(row, claims) for row, claims in batch if (row[1], row[0]) not in existing]
             conn.executemany(
-                self.sql(f"INSERT INTO verdicts ({_VERDICT_COLUMNS}) VALUES ({marks(13)})"),
+                self.sql(f"INSERT INTO verdicts ({_VERDICT_COLUMNS}) VALUES ({marks(14)})"),
                 [row for row, _ in new],
             )
             conn.executemany(

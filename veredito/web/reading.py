@@ -19,6 +19,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from veredito.producer.ingest import Grant, Tokens
+from veredito.producer.triple import check_release
 from veredito.store import Filters, SQLStore, StoreUnavailable, parse_when
 from veredito.web.reviewing import AgreementCache, ReviewMetrics, ReviewTokens, WriteLimits
 from veredito.worker.verdict import CATEGORIES, VERDICTS
@@ -47,6 +48,10 @@ class Review:
     refresh_seconds: float = 60.0
     precision_floor: float = 0.7  # exported for the alert rule
     min_labels: int = 30
+    alert_confidence: float = 0.8  # spec §17: what "confident" means in /v1/compare
+    releases_kept: int = 3  # spec §18: the releases per app with gauges of their own
+    release_min_answers: int = 200  # answers each side needs for veredito_release_regressed
+    release_gauges: Any = None  # veredito.serving.release_gauges.ReleaseGauges, with /metrics
     session_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     limits: WriteLimits = field(default_factory=WriteLimits)  # label writes per reviewer
     max_submissions: int | None = 20  # a reviewer's submissions of one answer
@@ -138,6 +143,9 @@ def _filters(query: Any, grant: Grant) -> Filters:
             raise BadParameter(
                 "confidence", "a number from 0 to 1 (the least hallucination_confidence)"
             )
+    release = one("release")
+    if release is not None and (problem := check_release(release)) is not None:
+        raise BadParameter("release", problem)
     app = app_parameter(query) or None  # exactly as given; empty: every app
     if grant.app is not None:
         app = grant.app  # a token for one app sees that app only
@@ -150,6 +158,7 @@ def _filters(query: Any, grant: Grant) -> Filters:
         since=times["since"],
         until=times["until"],
         min_confidence=min_confidence,
+        release=release,
     )
 
 

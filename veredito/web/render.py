@@ -11,6 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
+from veredito.store.base import release_of
 from veredito.web import session as sessions
 from veredito.web.highlight import claim_spans, marked_chunk, path_segment, segments
 from veredito.web.reading import (
@@ -169,6 +170,7 @@ def _row(verdict: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": _text(verdict.get("id")),
         "app": _text(metadata.get("app")),
+        "release": release_of(verdict),
         "status": _text(verdict.get("status")),
         "hallucinated": verdict.get("hallucinated") is True,
         "score": verdict.get("score"),

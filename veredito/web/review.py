@@ -2,9 +2,10 @@
 
 Routes (mounted when ``serve`` is given a store):
 
-- ``GET /v1/verdicts?app=&status=&hallucinated=&category=&verdict=&since=&until=&cursor=&limit=``
-  newest first, keyset pagination (``next_cursor``); ``GET /v1/verdicts/{id}``;
+- ``GET /v1/verdicts?app=&status=&hallucinated=&category=&verdict=&since=&until=&release=``
+  ``&cursor=&limit=`` newest first, keyset pagination (``next_cursor``); ``GET /v1/verdicts/{id}``;
   ``GET /v1/stats?app=&since=&until=`` (answers, hallucinated, by status, category and verdict).
+- ``GET /v1/releases``, ``GET /v1/compare``: releases compared (:mod:`veredito.web.releases`).
 - ``GET /`` the list with its filters and counts, ``GET /verdicts/{id}`` one answer with its
   claims highlighted, ``GET /static/review.css``, ``GET /static/review.js``;
 - the reviewers' sign-in, labelling forms and queue: :mod:`veredito.web.page_labels`.
@@ -58,6 +59,7 @@ from veredito.web.reading import (
     _visible,
     app_parameter,
 )
+from veredito.web.releases import RELEASE_ROUTES, add_release_routes, openapi_paths
 from veredito.web.render import (
     PERIODS,
     _page_weight,
@@ -73,7 +75,7 @@ __all__ = ["API_ROUTES", "PAGE_ROUTES", "add_routes", "openapi_part"]
 
 log = logging.getLogger(__name__)
 
-API_ROUTES = ("/v1/verdicts", "/v1/verdicts/{id}", "/v1/stats", *LABEL_ROUTES)
+API_ROUTES = ("/v1/verdicts", "/v1/verdicts/{id}", "/v1/stats", *LABEL_ROUTES, *RELEASE_ROUTES)
 PAGE_ROUTES = (
     "/",
     "/verdicts/{id}",
@@ -330,6 +332,7 @@ def add_routes(app: web.Application, review: Review) -> None:
     app.router.add_get("/static/review.js", script)
     page_labels.add_page_label_routes(app)
     add_label_routes(app)
+    add_release_routes(app)
 
     async def close(_: web.Application) -> None:
         review.executor.shutdown(wait=False)
@@ -366,6 +369,7 @@ def openapi_part() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         param("since", "ISO 8601 moment (UTC when no zone) or a span back from now: 15m, 1h, 7d"),
         param("until", "ISO 8601 moment or span, exclusive"),
         param("confidence", "answers whose hallucination_confidence is at least this (0 to 1)"),
+        param("release", "metadata.release: the release that answered (spec §18)"),
     ]  # fmt: skip
     errors = {
         "400": error("a parameter is invalid (named in the message)"),
@@ -477,6 +481,7 @@ def openapi_part() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
             }
         },
         **page_labels.openapi_paths(),
+        **openapi_paths(param, errors, security),
     }
     count = {"type": "integer", "minimum": 0}
     schemas = {

@@ -1,0 +1,358 @@
+"""Releases (spec §18) from ingest to the API: ``metadata.release`` checked by the contract and
+taken from each route (the HTTP body, OTLP's ``service.version``, aferiq-eval's agent traces,
+``run --release``), stored in its column (schema 7, back-filled), filterable in the verdicts API,
+listed by ``GET /v1/releases`` and compared by ``GET /v1/compare`` on real SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.test_review import get, reading
+from veredito.producer.ingest import from_aferiq
+from veredito.producer.otlp import TraceAssembler, decode
+from veredito.producer.triple import InvalidTriple, parse_triple
+from veredito.store import open_store
+from veredito.store.sql import SQLStore, open_sql_store
+
+READ = "leitura-1-7a4c2e9b0f"
+SAC_ONLY = "leitura-sac-3c9e1a7f52"
+
+
+def triple(**metadata: Any) -> dict[str, Any]:
+    return {"query": "Qual o prazo?", "context": ["O prazo é de 7 dias."],
+            "answer": "O prazo é de 7 dias.", "metadata": metadata}  # fmt: skip
+
+
+# -- the contract --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("release", ["v1.2.3", "2026.12.02+rc-1", "a_b", "x" * 64])
+def test_a_release_of_plain_characters_is_taken(release: str) -> None:
+    assert parse_triple(triple(release=release)).release == release
+
+
+def test_no_release_is_unknown() -> None:
+    assert parse_triple(triple()).release == "unknown"
+    assert parse_triple(triple(release=None)).release == "unknown"
+
+
+@pytest.mark.parametrize(
+    ("release", "reason"),
+    [
+        ("v1 beta", "' ' is not allowed"),
+        ("versão-2", "'ã' is not allowed"),
+        ("x" * 65, "65 characters, limit is 64"),
+        ("", "must not be empty"),
+        (3, "must be a string, got number"),
+        ("v1/../x", "'/' is not allowed"),
+    ],
+)
+def test_a_bad_release_is_rejected_naming_the_field(release: Any, reason: str) -> None:
+    with pytest.raises(InvalidTriple) as caught:
+        parse_triple(triple(app="sac-bot", release=release))
+    assert caught.value.field == "metadata.release"
+    assert reason in str(caught.value)
+
+
+def test_run_release_sets_it_on_every_line_and_refuses_a_bad_one(tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text(
+        "\n".join(
+            json.dumps({**triple(app="sac-bot", release="old"), "id": f"t{i}"}) for i in range(3)
+        )
+        + "\n"
+    )
+    out = tmp_path / "out.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "veredito", "run", str(source), "--release", "v2.0",
+         "--out", str(out), "--no-progress"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    verdicts = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [v["metadata"]["release"] for v in verdicts] == ["v2.0"] * 3
+    assert {v["metadata"]["app"] for v in verdicts} == {"sac-bot"}
+    bad = subprocess.run(
+        [sys.executable, "-m", "veredito", "run", str(source), "--release", "v 2"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "--release" in bad.stderr and "' ' is not allowed" in bad.stderr
+
+
+def test_produce_release_maps_metadata_release() -> None:
+    from veredito.producer.mapping import Mapper, parse_maps
+
+    mapper = Mapper(parse_maps(['metadata.release=`"v3"`']))
+    mapped = mapper.apply(triple(app="sac-bot", release="old"))
+    assert mapped["metadata"] == {"app": "sac-bot", "release": "v3"}
+
+
+def test_otlp_service_version_is_the_release() -> None:
+    def attr(key: str, value: str) -> dict[str, Any]:
+        return {"key": key, "value": {"stringValue": value}}
+
+    spans = [
+        {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331",
+         "name": "rag", "startTimeUnixNano": "1", "endTimeUnixNano": "2",
+         "attributes": [attr("openinference.span.kind", "CHAIN"),
+                        attr("input.value", "Qual o prazo?"),
+                        attr("output.value", "O prazo é de 7 dias.")]},
+    ]  # fmt: skip
+    for version, expected in (("2.4.1", "2.4.1"), (None, None)):
+        resource = [attr("service.name", "sac-bot")]
+        if version is not None:
+            resource.append(attr("service.version", version))
+        body = {"resourceSpans": [{"resource": {"attributes": resource},
+                                   "scopeSpans": [{"spans": spans}]}]}  # fmt: skip
+        [made] = TraceAssembler().add("t", decode(json.dumps(body).encode(), "application/json"))
+        assert made["metadata"].get("release") == expected
+    # a version the contract would not take is named at the triple's check
+    resource = [attr("service.name", "sac-bot"), attr("service.version", "2.4.1 (build 7)")]
+    body = {"resourceSpans": [{"resource": {"attributes": resource},
+                               "scopeSpans": [{"spans": spans}]}]}  # fmt: skip
+    [made] = TraceAssembler().add("t", decode(json.dumps(body).encode(), "application/json"))
+    with pytest.raises(InvalidTriple, match=r"metadata\.release"):
+        parse_triple({**made, "context": ["x"]})
+
+
+def test_an_aferiq_agent_trace_names_its_release_by_its_metadata() -> None:
+    trace = {"trace_id": "t-1", "goal": "Qual o prazo?", "final_answer": "7 dias.",
+             "steps": [{"step_type": "retrieval", "step_output": "O prazo é de 7 dias."}]}  # fmt: skip
+    assert "release" not in from_aferiq(trace)["metadata"]
+    for metadata, expected in (
+        ({"version": "1.4"}, "1.4"),
+        ({"app_version": "2.0", "version": "1.4"}, "2.0"),
+        ({"release": "3.1", "app_version": "2.0"}, "3.1"),
+    ):
+        made = from_aferiq({**trace, "metadata": metadata})
+        assert made["metadata"]["release"] == expected
+        assert parse_triple(made).release == expected
+
+
+# -- the store -------------------------------------------------------------------------------
+
+
+def verdict(app: str, release: str | None, n: int, bad: str | None, day: int = 1,
+            confidence: float = 0.9, also: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """A judged answer of ``app``; ``bad``: the category of its invented claim, ``also`` that of
+    a second one."""
+    claims = [{"text": "O prazo é de 7 dias.", "verdict": "grounded", "category": None,
+               "chunk_idx": 0, "source": "rules", "confidence": 0.95}]  # fmt: skip
+    for category in (bad, also):
+        if category is not None:
+            claims.append({"text": f"Flag {category}.", "verdict": "invented",
+                           "category": category, "chunk_idx": None, "source": "rules",
+                           "confidence": confidence})  # fmt: skip
+    categories = {c: 1 for c in (bad, also) if c is not None}
+    metadata: dict[str, Any] = {"app": app}
+    if release is not None:
+        metadata["release"] = release
+    return {
+        "id": f"{app}-{release}-{n}", "status": "ok", "error": None, "claims": claims,
+        "score": 0.5 if bad else 1.0, "hallucinated": bad is not None,
+        "categories": categories,
+        "hallucination_confidence": confidence if bad else None, "metadata": metadata,
+        "evaluated_at": f"2026-11-{day:02d}T10:{n // 60 % 60:02d}:{n % 60:02d}.000000Z",
+    }  # fmt: skip
+
+
+def release_set(app: str, release: str, answers: int, hallucinated: int, day: int,
+                category: str = "PRAZO_VALOR") -> list[dict[str, Any]]:  # fmt: skip
+    """``answers`` judged answers, the first ``hallucinated`` of them with a ``category`` flag,
+    and the first ten (in every release alike) a LEI flag too, that does not change."""
+    return [
+        verdict(
+            app,
+            release,
+            n,
+            category if n < hallucinated else None,
+            day,
+            also="LEI" if n < 10 else None,
+        )
+        for n in range(answers)
+    ]
+
+
+def write(url: str, verdicts: list[dict[str, Any]]) -> None:
+    store = open_store(url)
+    try:
+        store.write([json.dumps(v).encode() for v in verdicts])
+    finally:
+        store.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'verdicts.db'}"
+    else:
+        yield request.getfixturevalue("pg_url")
+
+
+def test_schema_7_back_fills_the_release_from_the_stored_verdicts(store_url: str) -> None:
+    old = open_sql_store(store_url, migrate_to=6)
+    rows = [verdict("sac-bot", "v1", 1, None), verdict("sac-bot", None, 2, None),
+            {**verdict("sac-bot", "x", 3, None), "metadata": {"app": "sac-bot",
+                                                            "release": "not one"}}]  # fmt: skip
+    conn_store: SQLStore = old
+    with conn_store._using() as conn:  # schema 6 has no release column: rows as it wrote them
+        for row in rows:
+            body = json.dumps(row)
+            conn.execute(
+                conn_store.sql(
+                    "INSERT INTO verdicts (id, app, status, hallucinated, evaluated_at, body, "
+                    "sample_key) VALUES (%s, %s, 'ok', %s, %s, %s, 0.5)"
+                ),
+                (row["id"], "sac-bot", False, row["evaluated_at"], body),
+            )
+        conn.commit()
+    old.close()
+    new = open_sql_store(store_url)
+    try:
+        assert new.schema_version() == 7
+        found = {r["release"]: r["verdicts"] for r in new.releases("sac-bot")}
+        assert found == {"v1": 1, "unknown": 2}
+    finally:
+        new.close()
+
+
+def test_releases_newest_first_and_figures_per_release(store_url: str) -> None:
+    write(store_url, [*release_set("sac-bot", "v1", 300, 30, day=1),
+                      *release_set("sac-bot", "v2", 300, 90, day=2),
+                      *release_set("rh-bot", "v9", 10, 10, day=3),
+                      verdict("sac-bot", None, 1, None, day=3)])  # fmt: skip
+    store = open_sql_store(store_url)
+    try:
+        releases = store.releases("sac-bot")
+        assert [r["release"] for r in releases] == ["unknown", "v2", "v1"]
+        assert releases[1]["answers"] == 300
+        assert releases[1]["first_seen"] == "2026-11-02T10:00:00.000000Z"
+        figures = store.release_figures("sac-bot", "v2")
+        assert figures["all"]["answers"] == 300
+        assert figures["all"]["hallucinated"] == 90
+        assert figures["all"]["categories"]["PRAZO_VALOR"] == 90
+        assert figures["all"]["categories"]["LEI"] == 10
+        page = store.list_verdicts(
+            __import__("veredito.store", fromlist=["Filters"]).Filters(app="sac-bot",
+                                                                       release="v1"),
+            limit=500,
+        )  # fmt: skip
+        assert len(page.items) == 300
+        assert {v["metadata"]["release"] for v in page.items} == {"v1"}
+    finally:
+        store.close()
+
+
+# -- the API ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def compared(store_url: str) -> Iterator[str]:
+    write(store_url, [
+        *release_set("sac-bot", "v1", 300, 30, day=1),   # 10 %
+        *release_set("sac-bot", "v2", 300, 90, day=2),   # 30 %: regressed
+        *release_set("rh-bot", "r20", 300, 60, day=1),   # 20 %
+        *release_set("rh-bot", "r21", 300, 63, day=2),   # 21 %: not regressed
+    ])  # fmt: skip
+    tokens = f"{READ},{SAC_ONLY}:sac-bot"
+    with reading(store_url, VEREDITO_READ_TOKENS=tokens) as base:
+        yield base
+
+
+def test_the_api_lists_releases_and_compares_them(compared: str) -> None:
+    status, body, _ = get(compared, "/v1/releases?app=sac-bot")
+    assert status == 200
+    assert [(r["release"], r["answers"]) for r in body["releases"]] == [("v2", 300), ("v1", 300)]
+
+    status, body, _ = get(compared, "/v1/compare?app=sac-bot&base=v1&head=v2")
+    assert status == 200, body
+    rows = {row["category"]: row for row in body["rows"]}
+    assert rows["answer"]["regressed"] is True
+    assert rows["answer"]["base"]["rate"] == pytest.approx(0.1)
+    assert rows["answer"]["head"]["rate"] == pytest.approx(0.3)
+    assert rows["PRAZO_VALOR"]["regressed"] is True
+    assert rows["LEI"]["regressed"] is False and body["regressed"] is True
+    # head and base by default: the newest and the one before
+    status, default, _ = get(compared, "/v1/compare?app=sac-bot")
+    assert status == 200 and (default["base"], default["head"]) == ("v1", "v2")
+    assert default["rows"] == body["rows"]
+
+    status, body, _ = get(compared, "/v1/compare?app=rh-bot&base=r20&head=r21")
+    assert status == 200
+    assert not any(row["regressed"] for row in body["rows"]) and body["regressed"] is False
+
+
+def test_confident_counts_only_the_confident(compared: str, store_url: str) -> None:
+    unsure = [verdict("sac-bot", "v3", n, "PRAZO_VALOR", day=4, confidence=0.5)
+              for n in range(300)]  # fmt: skip
+    write(store_url, unsure)
+    status, body, _ = get(compared, "/v1/compare?app=sac-bot&base=v2&head=v3&confident=true")
+    assert status == 200
+    rows = {row["category"]: row for row in body["rows"]}
+    assert rows["answer"]["head"]["hallucinated"] == 0 and rows["answer"]["improved"] is True
+    status, body, _ = get(compared, "/v1/compare?app=sac-bot&base=v2&head=v3")
+    assert {row["category"]: row for row in body["rows"]}["answer"]["regressed"] is True
+
+
+@pytest.mark.parametrize(
+    ("query", "parameter"),
+    [
+        ("app=sac-bot&base=v1&head=v7", "head"),
+        ("app=sac-bot&base=v0&head=v2", "base"),
+        ("app=sac-bot&base=v2&head=v2", "base"),
+        ("app=sac-bot&base=v1&head=v%202", "head"),
+        ("app=sac-bot&confident=maybe", "confident"),
+        ("base=v1&head=v2", "app"),
+        ("app=nobody", "head"),
+    ],
+)
+def test_bad_parameters_are_400_naming_them(compared: str, query: str, parameter: str) -> None:
+    status, body, _ = get(compared, f"/v1/compare?{query}")
+    assert status == 400, body
+    assert body["error"]["message"].startswith(f"{parameter}:")
+
+
+def test_a_token_of_one_app_reads_its_own_releases_only(compared: str) -> None:
+    status, body, _ = get(compared, "/v1/releases?app=rh-bot", token=SAC_ONLY)
+    assert status == 200 and body["app"] == "sac-bot"
+    status, body, _ = get(compared, "/v1/compare?app=rh-bot&base=r20&head=r21", token=SAC_ONLY)
+    assert status == 400 and "not a release of 'sac-bot'" in str(body)
+    status, _, _ = get(compared, "/v1/releases?app=sac-bot", token=None)
+    assert status == 401
+    status, body, _ = get(compared, "/v1/verdicts?app=sac-bot&release=v1&limit=5")
+    assert status == 200 and {v["metadata"]["release"] for v in body["items"]} == {"v1"}
+    status, body, _ = get(compared, "/v1/verdicts?release=v%201")
+    assert status == 400 and "release" in str(body)
+
+
+def test_the_api_the_command_and_the_library_agree(compared: str, store_url: str) -> None:
+    """The same two releases through GET /v1/compare, veredito compare on the store, veredito
+    compare on verdict files, and veredito.compare on the verdicts: the same rows."""
+    import veredito
+
+    for app, base, head, regressed in (("sac-bot", "v1", "v2", True),
+                                       ("rh-bot", "r20", "r21", False)):  # fmt: skip
+        status, api, _ = get(compared, f"/v1/compare?app={app}&base={base}&head={head}")
+        assert status == 200 and api["regressed"] is regressed
+        done = subprocess.run(
+            [sys.executable, "-m", "veredito", "compare", f"store:{store_url}#{base}",
+             f"store:{store_url}#{head}", "--app", app, "--json", "--fail-on-regression"],
+            cwd=ROOT, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == (1 if regressed else 0), done.stderr
+        command = json.loads(done.stdout)
+        assert command["rows"] == api["rows"]
+        rates = {"v1": 30, "v2": 90, "r20": 60, "r21": 63}
+        sides = [release_set(app, r, 300, rates[r], day=1 + i) for i, r in enumerate((base, head))]
+        library = veredito.compare(*sides, base_name=base, head_name=head)
+        assert library["paired"] is False  # two releases: no id in common
+        assert library["rows"] == api["rows"]
