@@ -4,7 +4,8 @@ The integration test runs a real Prometheus with the project's rules, scraping a
 and RabbitMQ's Prometheus plugin, sends a batch through the broker, then evaluates every recording
 rule and every dashboard panel query through Prometheus's HTTP API. The rules and panels on
 reviewers' labels, which only `veredito serve --store` exports, are checked the same way against
-a real serve on SQLite, with no broker.
+a real serve on SQLite, with no broker; those on serve's release gauges (spec §18) against the
+gauges themselves in tests/test_release_metrics.py.
 """
 
 from __future__ import annotations
@@ -38,10 +39,16 @@ AMQP = "amqp://guest:guest@127.0.0.1:5672//"
 CACHE_REDIS = "redis://127.0.0.1:6379/11"
 # metrics that only `veredito serve --store` exports (reviewers' labels, spec §16)
 FROM_SERVE = ("veredito_judge_precision", "veredito_review_labels_total")
+# serve's release gauges (spec §18): tests/test_release_metrics.py runs their panels and alert
+RELEASE_GAUGES = "veredito_release_"
 
 
 def from_serve(expr: str) -> bool:
     return any(name in expr for name in FROM_SERVE)
+
+
+def from_release_gauges(expr: str) -> bool:
+    return RELEASE_GAUGES in expr
 
 
 def tool(name: str) -> str:
@@ -99,7 +106,7 @@ def test_promtool_check_rules_is_clean() -> None:
         timeout=60,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 24 rules found" in result.stdout and "SUCCESS: 12 rules found" in result.stdout
+    assert "SUCCESS: 28 rules found" in result.stdout and "SUCCESS: 13 rules found" in result.stdout
 
 
 def test_promtool_alert_tests_pass() -> None:
@@ -125,7 +132,7 @@ def test_every_alert_has_a_test_that_fires_and_one_that_does_not() -> None:
         for test in yaml.safe_load((PROMETHEUS_DIR / "tests" / "alerts_test.yml").read_text())[
             "tests"
         ]
-        for case in test["alert_rule_test"]
+        for case in test.get("alert_rule_test", [])  # some test only recording rules
     ]
     for alert in alerts:
         mine = [c for c in cases if c["alertname"] == alert]
@@ -362,7 +369,8 @@ def batch() -> list[dict[str, Any]]:
                 "id": f"mon-{i}",
                 "query": f"Posso devolver? ({i})",
                 "answer": f"Sim, em 7 dias.{marker} Procure a loja.",
-                "metadata": {"app": ["sac", "rh"][i % 2]},
+                # two releases per app (spec §18); the rows below name none: unknown
+                "metadata": {"app": ["sac", "rh"][i % 2], "release": ["1.0", "2.0"][i // 15]},
             }
         )
     rows += [
@@ -461,6 +469,11 @@ def test_rules_panels_and_metrics_against_a_real_prometheus(stack: dict[str, Any
             v["status"] == status for v in verdicts
         ), status
     assert total("veredito_hallucinated_answers_total") == sum(v["hallucinated"] for v in verdicts)
+    # each verdict counted under its app's release (spec §18), unknown when it names none
+    releases = Counter(str(v["metadata"].get("release", "unknown")) for v in verdicts)
+    assert set(releases) == {"1.0", "2.0", "unknown"}
+    for release, n in releases.items():
+        assert total("veredito_evaluations_total", release=release) == n, release
     claims = Counter(
         (c["verdict"], "none" if c["verdict"] == "grounded" else c["category"])
         for v in verdicts
@@ -530,7 +543,7 @@ def test_rules_panels_and_metrics_against_a_real_prometheus(stack: dict[str, Any
             continue  # no serve here: test_review_rules_and_panels_against_serve_and_prometheus
         wait_for(lambda record=record: prometheus.query(record), f"recording rule {record}", 30)
     for title, expr in panel_queries():
-        if from_serve(expr):
+        if from_serve(expr) or from_release_gauges(expr):
             continue  # no serve here: test_review_rules_and_panels_against_serve_and_prometheus
         concrete = (
             expr.replace("$app", ".*").replace("$judge", ".*").replace("$__rate_interval", "1m")
@@ -600,7 +613,11 @@ def test_review_rules_and_panels_against_serve_and_prometheus(tmp_path: Path) ->
             wait_for(prometheus.ready, "Prometheus to be ready")
             for record in filter(from_serve, recording_rules()):
                 wait_for(lambda record=record: prometheus.query(record), f"rule {record}", 30)
-            served = [(title, expr) for title, expr in panel_queries() if from_serve(expr)]
+            served = [
+                (title, expr)
+                for title, expr in panel_queries()
+                if from_serve(expr) and not from_release_gauges(expr)
+            ]
             assert len(served) >= 6
             for title, expr in served:
                 concrete = (

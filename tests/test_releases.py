@@ -264,7 +264,7 @@ def compared(store_url: str) -> Iterator[str]:
         *release_set("rh-bot", "r21", 300, 63, day=2),   # 21 %: not regressed
     ])  # fmt: skip
     tokens = f"{READ},{SAC_ONLY}:sac-bot"
-    with reading(store_url, VEREDITO_READ_TOKENS=tokens) as base:
+    with reading(store_url, VEREDITO_READ_TOKENS=tokens, VEREDITO_REVIEW_REFRESH="0.5") as base:
         yield base
 
 
@@ -356,3 +356,51 @@ def test_the_api_the_command_and_the_library_agree(compared: str, store_url: str
         library = veredito.compare(*sides, base_name=base, head_name=head)
         assert library["paired"] is False  # two releases: no id in common
         assert library["rows"] == api["rows"]
+
+
+def gauges(base: str, wanted: str, deadline: float = 30.0) -> dict[str, float]:
+    """serve's release gauges (``veredito_release_*``) once ``wanted`` is among them."""
+    import time
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    until = time.monotonic() + deadline
+    while True:
+        with urllib.request.urlopen(f"{base}/metrics", timeout=10) as response:
+            text = response.read().decode()
+        found = {}
+        for family in text_string_to_metric_families(text):
+            if family.name.startswith("veredito_release"):
+                for sample in family.samples:
+                    labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+                    found[f"{sample.name}{{{labels}}}"] = sample.value
+        if wanted in found:
+            return found
+        assert time.monotonic() < until, f"{wanted} never came: {sorted(found)}"
+        time.sleep(0.2)
+
+
+def test_the_gauges_agree_and_keep_three_releases(compared: str, store_url: str) -> None:
+    regressed = "veredito_release_regressed{app=sac-bot,base=v1,category=answer,head=v2}"
+    found = gauges(compared, regressed)
+    assert found[regressed] == 1
+    assert (
+        found["veredito_release_regressed{app=sac-bot,base=v1,category=PRAZO_VALOR,head=v2}"] == 1
+    )
+    assert found["veredito_release_regressed{app=sac-bot,base=v1,category=LEI,head=v2}"] == 0
+    assert found["veredito_release_regressed{app=rh-bot,base=r20,category=answer,head=r21}"] == 0
+    rate = "veredito_release_hallucination_rate{app=sac-bot,confident=true,release=v2}"
+    assert found[rate] == pytest.approx(0.3)
+    assert found["veredito_release_answers{app=sac-bot,release=v1}"] == 300
+    # three more releases of sac-bot, with too few answers to compare: five in all, three kept
+    write(store_url, [v for day, r in ((3, "v3"), (4, "v4"), (5, "v5"))
+                      for v in release_set("sac-bot", r, 50, 5, day=day)])  # fmt: skip
+    found = gauges(compared, "veredito_release_answers{app=sac-bot,release=v5}")
+    kept = {key.split("release=")[1].rstrip("}") for key in found
+            if key.startswith("veredito_release_answers{app=sac-bot")}  # fmt: skip
+    assert kept == {"v3", "v4", "v5"}
+    assert not any(
+        key.startswith("veredito_release_regressed{app=sac-bot") and value == 1
+        for key, value in found.items()
+    )  # 50 answers a side: under the 200 needed

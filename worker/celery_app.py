@@ -122,6 +122,7 @@ def metrics() -> Metrics:
             _state["metrics"] = Metrics(
                 app_label_limit=current.app_label_limit,
                 alert_confidence=current.alert_confidence,
+                releases_kept=current.releases_kept,
             )
         value = _state["metrics"]
     assert isinstance(value, Metrics)

@@ -4,6 +4,10 @@ One :class:`Metrics` object per process, holding its own ``CollectorRegistry`` s
 fresh ones.  The worker runs one process (a thread pool feeding one asyncio loop), so no
 multiprocess mode is needed.  The port also answers the worker's health checks
 (:meth:`Metrics.serve`'s ``checks``: ``/healthz``, ``/readyz``).
+
+The counters that carry ``app`` also carry ``release`` (spec §18), bounded per app: only the
+``releases_kept`` most recently first-seen releases of an app keep their own value. A new release
+beyond them demotes the oldest: its series are removed and its later verdicts count as ``other``.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import errno
 import socket
 import threading
 from collections import Counter as Tally
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from socketserver import ThreadingMixIn
 from typing import Any
@@ -28,6 +33,20 @@ LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 3
 REQUEST_BUCKETS = (0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1, 1.5, 2, 3, 5, 8, 13, 20, 30, 60)
 REPAIR_KINDS = ("fence", "prose", "syntax", "category", "chunk_idx", "empty_claim", "unicode")
 _CATEGORY_LABELS = frozenset((*CATEGORIES, "none"))
+# demoted releases remembered per app (so that a straggler of an old release is not taken for a
+# new one and demotes a newer release); past this many the longest-demoted is forgotten
+DEMOTED_REMEMBERED = 256
+
+
+class _Releases:
+    """One app's releases: those kept with their own label, oldest first-seen first, and those
+    demoted (bounded)."""
+
+    __slots__ = ("demoted", "kept")
+
+    def __init__(self) -> None:
+        self.kept: dict[str, None] = {}  # insertion order: the order first seen
+        self.demoted: OrderedDict[str, None] = OrderedDict()
 
 
 class MetricsPortError(OSError):
@@ -49,38 +68,46 @@ class Metrics:
         registry: CollectorRegistry | None = None,
         app_label_limit: int = 50,
         alert_confidence: float = 0.8,
+        releases_kept: int = 3,
     ) -> None:
+        if releases_kept < 1:
+            raise ValueError(f"releases_kept must be at least 1, not {releases_kept}")
         self.registry = registry if registry is not None else CollectorRegistry()
         self.alert_confidence = alert_confidence
+        self.releases_kept = releases_kept
         self._app_limit = app_label_limit
         self._apps: set[str] = set()
         self._lock = threading.Lock()
+        # per app label (bounded by app_label_limit): its releases; the lock also covers the
+        # increments of the counters that carry release, so none lands on a series being removed
+        self._releases: dict[str, _Releases] = {}
+        self._release_lock = threading.Lock()
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         r = self.registry
         self.evaluations = Counter(
             "veredito_evaluations_total",
             "Verdicts produced",
-            ["app", "judge", "status"],
+            ["app", "release", "judge", "status"],
             registry=r,
         )
         self.claims = Counter(
             "veredito_claims_total",
             "Claims judged, by verdict and hallucination category (none for grounded)",
-            ["app", "judge", "verdict", "category"],
+            ["app", "release", "judge", "verdict", "category"],
             registry=r,
         )
         self.hallucinated = Counter(
             "veredito_hallucinated_answers_total",
             "Answers with at least one claim that is not grounded; confident: its "
             "hallucination_confidence is at least VEREDITO_ALERT_CONFIDENCE",
-            ["app", "judge", "confident"],
+            ["app", "release", "judge", "confident"],
             registry=r,
         )
         self.answers_by_category = Counter(
             "veredito_answers_with_category_total",
             "Answers with at least one claim that is not grounded, by that claim's category; "
             "confident: such a claim of the category has at least VEREDITO_ALERT_CONFIDENCE",
-            ["app", "judge", "category", "confident"],
+            ["app", "release", "judge", "category", "confident"],
             registry=r,
         )
         self.score = Histogram(
@@ -193,6 +220,11 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+        # the counters whose label values start with (app, release)
+        self._by_release = {
+            id(m): m
+            for m in (self.evaluations, self.claims, self.hallucinated, self.answers_by_category)
+        }
 
     def child(self, metric: Any, *values: str) -> Any:
         """``metric.labels(*values)``, cached: label look-ups are on every evaluation's path."""
@@ -213,6 +245,43 @@ class Metrics:
                 self._apps.add(app)
                 return app
         return "other"
+
+    def release_label(self, app_label: str, release: str) -> str:
+        """The ``release`` label of a verdict of ``app_label`` (already bounded by
+        :meth:`app_label`): the release itself while it is one of the app's ``releases_kept``
+        most recently first-seen, ``other`` once a newer one demoted it. A release seen for the
+        first time when the app already keeps that many demotes the oldest first-seen, whose
+        series leave the counters. :meth:`record_verdict` counts under the same lock."""
+        with self._release_lock:
+            return self._release_label(app_label, release)
+
+    def _release_label(self, app: str, release: str) -> str:
+        """:meth:`release_label`, the lock held."""
+        releases = self._releases.get(app)
+        if releases is None:
+            releases = self._releases[app] = _Releases()
+        if release in releases.kept:
+            return release
+        if release == "other" or release in releases.demoted:
+            return "other"  # a release named other is the bucket: never its own series
+        if len(releases.kept) >= self.releases_kept:
+            oldest = next(iter(releases.kept))
+            del releases.kept[oldest]
+            releases.demoted[oldest] = None
+            if len(releases.demoted) > DEMOTED_REMEMBERED:
+                releases.demoted.popitem(last=False)
+            self._remove_release(app, oldest)
+        releases.kept[release] = None
+        return release
+
+    def _remove_release(self, app: str, release: str) -> None:
+        """Remove a demoted release's series from the counters that carry it, and from the
+        :meth:`child` cache; those series were all made through it, under the release lock."""
+        for key in list(self._children):
+            metric = self._by_release.get(key[0])
+            if metric is not None and key[1][:2] == (app, release):
+                metric.remove(*key[1])
+                self._children.pop(key, None)
 
     def serve(
         self,
@@ -247,27 +316,13 @@ class Metrics:
     def record_verdict(self, verdict: Verdict, latency: float | None = None) -> None:
         app = self.app_label(verdict.app)
         judge = verdict.judge.kind if verdict.judge else "none"
-        self.child(self.evaluations, app, judge, verdict.status).inc()
-        if verdict.status == "ok":
-            counts = Tally(
-                (c.verdict, "none" if c.verdict == "grounded" else (c.category or "GENERICA"))
-                for c in verdict.claims
-            )
-            for (label, category), n in counts.items():
-                if label in VERDICTS and category in _CATEGORY_LABELS:
-                    self.child(self.claims, app, judge, label, category).inc(n)
-            if verdict.hallucinated:
-                confident = self.confident(verdict.hallucination_confidence)
-                self.child(self.hallucinated, app, judge, confident).inc()
-            sure: dict[str, float] = {}
-            for claim in verdict.claims:
-                if claim.verdict != "grounded" and claim.confidence is not None:
-                    category = claim.category or "GENERICA"
-                    sure[category] = max(sure.get(category, 0.0), claim.confidence)
-            for category in verdict.categories:
-                if category in _CATEGORY_LABELS:
-                    confident = self.confident(sure.get(category))
-                    self.child(self.answers_by_category, app, judge, category, confident).inc()
+        ok = verdict.status == "ok"
+        with self._release_lock:  # no increment lands on the series of a release being demoted
+            release = self._release_label(app, verdict.release)
+            self.child(self.evaluations, app, release, judge, verdict.status).inc()
+            if ok:
+                self._count_hallucinations(verdict, app, release, judge)
+        if ok:
             if verdict.score is not None:
                 self.child(self.score, app, judge).observe(verdict.score)
             if verdict.faithfulness is not None:
@@ -276,6 +331,28 @@ class Metrics:
             self.child(self.latency, app).observe(latency)
         if verdict.cost_usd and not verdict.cached and verdict.judge is not None:
             self.child(self.cost, app, verdict.judge.model or "unknown").inc(verdict.cost_usd)
+
+    def _count_hallucinations(self, verdict: Verdict, app: str, release: str, judge: str) -> None:
+        """An ok verdict's claims, hallucinated answer and categories (the release lock held)."""
+        counts = Tally(
+            (c.verdict, "none" if c.verdict == "grounded" else (c.category or "GENERICA"))
+            for c in verdict.claims
+        )
+        for (label, category), n in counts.items():
+            if label in VERDICTS and category in _CATEGORY_LABELS:
+                self.child(self.claims, app, release, judge, label, category).inc(n)
+        if verdict.hallucinated:
+            confident = self.confident(verdict.hallucination_confidence)
+            self.child(self.hallucinated, app, release, judge, confident).inc()
+        sure: dict[str, float] = {}
+        for claim in verdict.claims:
+            if claim.verdict != "grounded" and claim.confidence is not None:
+                category = claim.category or "GENERICA"
+                sure[category] = max(sure.get(category, 0.0), claim.confidence)
+        for category in verdict.categories:
+            if category in _CATEGORY_LABELS:
+                confident = self.confident(sure.get(category))
+                self.child(self.answers_by_category, app, release, judge, category, confident).inc()
 
     def confident(self, confidence: float | None) -> str:
         """The ``confident`` label: "true" at or above the alert threshold. A verdict without

@@ -144,6 +144,18 @@ class Settings(BaseSettings):
         "this many seconds",
     )
     app_label_limit: int = Field(default=50, ge=1)
+    releases_kept: int = Field(
+        default=3,
+        ge=1,
+        description="metrics: releases of each app that keep their own release label, the most "
+        "recently first-seen; older ones are counted as other",
+    )
+    release_min_answers: int = Field(
+        default=200,
+        ge=1,
+        description="serve --store: the judged answers each of two releases needs before "
+        "veredito_release_regressed may say the newest regressed (and the alert fire)",
+    )
 
     max_chunks: int = Field(default=64, ge=1)
     max_triple_bytes: int = Field(default=256 * 1024, ge=1)

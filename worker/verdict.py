@@ -152,3 +152,10 @@ class Verdict(_Model):
     def app(self) -> str | None:
         app = self.metadata.get("app")
         return app if isinstance(app, str) and app else None
+
+    @property
+    def release(self) -> str:
+        """The release of the RAG app that answered (spec §18): ``metadata.release``, checked at
+        ingest; ``unknown`` when there is none."""
+        release = self.metadata.get("release")
+        return release if isinstance(release, str) and release else "unknown"

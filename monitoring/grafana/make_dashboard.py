@@ -307,6 +307,107 @@ REVIEW_PANELS: list[tuple[str, str, str, list[tuple[str, str]], int]] = [
         12,
     ),
 ]
+
+# Releases (spec §18): the newest release of each app against the one before. From `veredito
+# serve --store`'s gauges (figures from the store; max by (…) keeps one series whatever the number
+# of serve replicas) and from the workers' counters per release (the last hour).
+RELEASE_ROW = "Newest release against the one before"
+SURE_BY_RELEASE = "Hallucinated answers by release, confident (1h)"
+ALL_BY_RELEASE = "Hallucinated answers by release, all suspicions (1h)"
+SURE_BY_RELEASE_CATEGORY = "Hallucinated answers by release and category, confident (1h)"
+ALL_BY_RELEASE_CATEGORY = "Hallucinated answers by release and category, all suspicions (1h)"
+REGRESSED = "Regressed: newest release against the one before (1 regressed)"
+RELEASE_RATE = "Hallucination rate by release, confident and all suspicions (store)"
+RELEASE_ANSWERS = "Judged answers by release (store)"
+AR = "app, release"
+RELEASE_PANELS: list[tuple[str, str, str, list[tuple[str, str]], int]] = [
+    (
+        RELEASE_RATE,
+        "bargauge",
+        "percentunit",
+        [
+            (
+                f'max by ({AR}) (veredito_release_hallucination_rate{{confident="true",{APP}}})',
+                "{{app}} {{release}} confident",
+            ),
+            (
+                f'max by ({AR}) (veredito_release_hallucination_rate{{confident="false",{APP}}})',
+                "{{app}} {{release}} all suspicions",
+            ),
+        ],
+        12,
+    ),
+    (
+        RELEASE_ANSWERS,
+        "bargauge",
+        "short",
+        [
+            (f"max by ({AR}) (veredito_release_answers{{{APP}}})", "{{app}} {{release}}"),
+            ("max(veredito_release_min_answers) or vector(200)", "alerts from"),
+        ],
+        12,
+    ),
+    (
+        SURE_BY_RELEASE,
+        "timeseries",
+        "percentunit",
+        [
+            (
+                f"app_release:veredito_confident_hallucinated_answers:ratio_rate1h{{{APP}}}",
+                "{{app}} {{release}}",
+            )
+        ],
+        12,
+    ),
+    (
+        ALL_BY_RELEASE,
+        "timeseries",
+        "percentunit",
+        [
+            (
+                f"app_release:veredito_hallucinated_answers:ratio_rate1h{{{APP}}}",
+                "{{app}} {{release}}",
+            )
+        ],
+        12,
+    ),
+    (
+        SURE_BY_RELEASE_CATEGORY,
+        "timeseries",
+        "percentunit",
+        [
+            (
+                f"app_release_category:veredito_confident_hallucinated_answers:ratio_rate1h{{{APP}}}",
+                "{{app}} {{release}} {{category}}",
+            )
+        ],
+        12,
+    ),
+    (
+        ALL_BY_RELEASE_CATEGORY,
+        "timeseries",
+        "percentunit",
+        [
+            (
+                f"app_release_category:veredito_hallucinated_answers:ratio_rate1h{{{APP}}}",
+                "{{app}} {{release}} {{category}}",
+            )
+        ],
+        12,
+    ),
+    (
+        REGRESSED,
+        "table",
+        "short",
+        [
+            (
+                f"max by (app, base, head, category) (veredito_release_regressed{{{APP}}})",
+                "{{app}} {{head}} against {{base}}: {{category}}",
+            )
+        ],
+        24,
+    ),
+]
 DESCRIPTIONS = {
     SURE_BY_APP: (
         "Share of the app's judged answers with a hallucination the judge is confident of: "
@@ -340,6 +441,28 @@ DESCRIPTIONS = {
         "How many labelled answers each precision rests on (those the judge flagged in the "
         "category, or all labelled answers at the answer level); under 'alerts from' "
         "(VEREDITO_REVIEW_MIN_LABELS) a precision never alerts."
+    ),
+    RELEASE_RATE: (
+        "Each kept release's share of hallucinated answers among its judged answers in the "
+        "verdict store, as veredito serve --store computes it for the comparison: confident (at "
+        "least VEREDITO_ALERT_CONFIDENCE) and all suspicions, side by side."
+    ),
+    RELEASE_ANSWERS: (
+        "The judged answers each release's rates rest on; under 'alerts from' "
+        "(VEREDITO_RELEASE_MIN_ANSWERS) VereditoReleaseRegressed never fires."
+    ),
+    SURE_BY_RELEASE: (
+        "The app's confident share per release over the last hour, from the workers' counters: "
+        "during a rollout both releases answer and the lines run side by side. Each app keeps its "
+        "VEREDITO_RELEASES_KEPT (3) most recently first-seen releases; older ones are 'other'."
+    ),
+    ALL_BY_RELEASE: "The same per release, every suspicion counted, confident or not.",
+    REGRESSED: (
+        "1 where the newest release hallucinates more than the one before it (the interval of "
+        "the difference wholly above 0: 95 %, Bonferroni-adjusted for a category) at the answer "
+        "level ('answer') or in a category, 0 "
+        "where not; VereditoReleaseRegressed fires on a 1 with enough answers on both sides. "
+        "GET /v1/compare?app=…&base=…&head=… on the review server gives the whole table."
     ),
 }
 
@@ -410,6 +533,7 @@ def grid(
             "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
             "targets": [
                 {"refId": chr(65 + n), "datasource": DS, "expr": expr, "legendFormat": legend}
+                | ({"format": "table", "instant": True} if kind == "table" else {})
                 for n, (expr, legend) in enumerate(queries)
             ],
         }
@@ -436,8 +560,12 @@ def dashboard() -> dict[str, Any]:
     panels.append(latest_table(len(PANELS) + 1, y))
     y += 10  # the table's height
     panels.append(row(len(PANELS) + 2, REVIEW_ROW, y))
-    review, _ = grid(REVIEW_PANELS, len(PANELS) + 3, y + 1)
+    review, y = grid(REVIEW_PANELS, len(PANELS) + 3, y + 1)
     panels += review
+    first = len(PANELS) + len(REVIEW_PANELS) + 3
+    panels.append(row(first, RELEASE_ROW, y))
+    releases, _ = grid(RELEASE_PANELS, first + 1, y + 1)
+    panels += releases
     return {
         "uid": "veredito-main",
         "title": "veredito — RAG hallucinations",
@@ -468,4 +596,5 @@ def dashboard() -> dict[str, Any]:
 if __name__ == "__main__":
     path = Path(__file__).parent / "dashboards" / "veredito.json"
     path.write_text(json.dumps(dashboard(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    print(f"{len(PANELS) + len(REVIEW_PANELS) + 1} panels and a row -> {path}")
+    count = len(PANELS) + len(REVIEW_PANELS) + len(RELEASE_PANELS) + 1
+    print(f"{count} panels and two rows -> {path}")

@@ -105,6 +105,8 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
             precision_floor=settings.review_precision_floor,
             min_labels=settings.review_min_labels,
             alert_confidence=settings.alert_confidence,
+            releases_kept=settings.releases_kept,
+            release_min_answers=settings.release_min_answers,
         )
         review.limits = WriteLimits(settings.review_rate, settings.review_burst)
         review.max_submissions = settings.review_max_submissions

@@ -29,6 +29,7 @@ from veredito.producer.serve import (
     check_ready,
 )
 from veredito.serving.heavy import HEAVY, HeavyPool
+from veredito.serving.release_gauges import ReleaseGauges
 from veredito.store import StoreUnavailable
 from veredito.web.labels import openapi_paths
 from veredito.web.reading import REVIEW, BadParameter, Review
@@ -172,6 +173,9 @@ def make_app(
     add_ingest(app, config, registry, enabled=ingest)
     if review is not None:
         review.metrics = ReviewMetrics(app[STATE].metrics.registry)  # one /metrics for all
+        review.release_gauges = ReleaseGauges(
+            app[STATE].metrics.registry, min_answers=review.release_min_answers
+        )
         add_routes(app, review)
     app.router.add_get("/healthz", healthz, allow_head=True)
     app.router.add_get("/readyz", readyz, allow_head=True)

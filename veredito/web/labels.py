@@ -23,6 +23,7 @@ import contextlib
 import json
 import logging
 import math
+from concurrent.futures import Future
 from typing import Any
 
 from aiohttp import web
@@ -297,22 +298,26 @@ async def get_agreement(request: web.Request) -> web.Response:
     return _json(200, result)
 
 
-async def precision_loop(app: web.Application) -> None:
-    """Refresh the precision gauges every ``refresh_seconds`` (at least once a minute)."""
+async def precision_loop(app: web.Application, running: dict[str, Future[Any]]) -> None:
+    """Refresh the precision gauges every ``refresh_seconds`` (at least once a minute). The
+    refresh in flight is kept in ``running``: serve's shutdown waits for it before it closes
+    the store (a query on a closed SQLite connection can crash the process)."""
 
     review = app[REVIEW]
     review.metrics.floor.set(review.precision_floor)
     review.metrics.min_labels.set(review.min_labels)
-    loop = asyncio.get_running_loop()
     while True:
         try:
             since = parse_when(review.window)
-            await loop.run_in_executor(
-                review.executor, refresh_precision, review.store, review.metrics, since,
+            running["refresh"] = review.executor.submit(
+                refresh_precision, review.store, review.metrics, since,
                 review.sample_share, review.agreements,
             )  # fmt: skip
+            await asyncio.wrap_future(running["refresh"])
         except StoreUnavailable:
             log.warning("the precision gauges could not be refreshed: the store is away")
+        except asyncio.CancelledError:
+            raise
         except Exception as exc:  # the gauges must never take the server down
             log.error("refreshing the precision gauges failed (%s)", type(exc).__name__)
             log.debug("the failure", exc_info=True)
@@ -326,15 +331,19 @@ def add_label_routes(app: web.Application) -> None:
     app.router.add_get("/v1/review/next", review_next)
     app.router.add_get("/v1/agreement", get_agreement)
     task: dict[str, asyncio.Task[None]] = {}
+    running: dict[str, Future[Any]] = {}
 
     async def start(app: web.Application) -> None:
-        task["loop"] = asyncio.ensure_future(precision_loop(app))
+        task["loop"] = asyncio.ensure_future(precision_loop(app, running))
 
     async def stop(_: web.Application) -> None:
         if "loop" in task:
             task["loop"].cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task["loop"]
+        if "refresh" in running:  # a refresh still reading the store: let it end first
+            with contextlib.suppress(Exception):
+                await asyncio.wrap_future(running["refresh"])
 
     app.on_startup.append(start)
     app.on_cleanup.insert(0, stop)

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
 from aiohttp import web
@@ -192,8 +192,8 @@ def refresh_releases(
             answers[release] = every["answers"]
             if every["answers"]:
                 rates[release] = {
-                    "false": every["hallucinated"] / every["answers"],
-                    "true": sure["hallucinated"] / sure["answers"],
+                    "all": every["hallucinated"] / every["answers"],
+                    "confident": sure["hallucinated"] / sure["answers"],
                 }
         regressed: dict[tuple[str, str, str], bool] | None = None
         if len(newest) >= 2 and min(answers[newest[0]], answers[newest[1]]) >= min_answers:
@@ -215,26 +215,28 @@ def refresh_releases(
         gauges.publish(app or "default", rates, answers, regressed)
         published["apps"] += 1
         published["releases"] += len(rates)
-    gauges.keep_apps({app or "default" for app in apps})
+    for gone in set(gauges.apps) - {app or "default" for app in apps}:
+        gauges.forget(gone)
     return published
 
 
-async def release_loop(app: web.Application) -> None:
-    """Refresh the release gauges every ``refresh_seconds``, as the precision gauges are."""
+async def release_loop(app: web.Application, running: dict[str, Future[Any]]) -> None:
+    """Refresh the release gauges every ``refresh_seconds``, as the precision gauges are. The
+    refresh in flight is kept in ``running``: serve's shutdown waits for it before it closes
+    the store (a query on a closed SQLite connection can crash the process)."""
     review = app[REVIEW]
-    loop = asyncio.get_running_loop()
     while True:
         try:
-            await loop.run_in_executor(
-                review.executor,
-                functools.partial(
-                    refresh_releases, review.store, review.release_gauges,
-                    kept=review.releases_kept, min_answers=review.release_min_answers,
-                    threshold=review.alert_confidence,
-                ),
+            running["refresh"] = review.executor.submit(
+                refresh_releases, review.store, review.release_gauges,
+                kept=review.releases_kept, min_answers=review.release_min_answers,
+                threshold=review.alert_confidence,
             )  # fmt: skip
+            await asyncio.wrap_future(running["refresh"])
         except StoreUnavailable:
             log.warning("the release gauges could not be refreshed: the store is away")
+        except asyncio.CancelledError:
+            raise
         except Exception as exc:  # the gauges must never take the server down
             log.error("refreshing the release gauges failed (%s)", type(exc).__name__)
             log.debug("the failure", exc_info=True)
@@ -294,16 +296,20 @@ def add_release_routes(app: web.Application) -> None:
     app.router.add_get("/v1/releases", api_releases)
     app.router.add_get("/v1/compare", api_compare)
     task: dict[str, asyncio.Task[None]] = {}
+    running: dict[str, Future[Any]] = {}
 
     async def start(app: web.Application) -> None:
         if app[REVIEW].release_gauges is not None:
-            task["loop"] = asyncio.ensure_future(release_loop(app))
+            task["loop"] = asyncio.ensure_future(release_loop(app, running))
 
     async def stop(_: web.Application) -> None:
         if "loop" in task:
             task["loop"].cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task["loop"]
+        if "refresh" in running:  # a refresh still reading the store: let it end first
+            with contextlib.suppress(Exception):
+                await asyncio.wrap_future(running["refresh"])
 
     app.on_startup.append(start)
     app.on_cleanup.insert(0, stop)
