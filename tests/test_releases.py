@@ -17,6 +17,8 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.test_review import get, reading
+from tests.test_serve import call, queued, serving
+from tests.test_serve import rabbitmq as rabbitmq  # the fixture
 from veredito.producer.ingest import from_aferiq
 from veredito.producer.otlp import TraceAssembler, decode
 from veredito.producer.triple import InvalidTriple, parse_triple
@@ -404,3 +406,26 @@ def test_the_gauges_agree_and_keep_three_releases(compared: str, store_url: str)
         key.startswith("veredito_release_regressed{app=sac-bot") and value == 1
         for key, value in found.items()
     )  # 50 answers a side: under the 200 needed
+
+
+@pytest.mark.broker
+def test_http_ingest_takes_a_release_and_rejects_a_bad_one_naming_it(rabbitmq: str) -> None:
+
+    good = {**triple(app="sac-bot", release="2.4.1"), "id": "r-good"}
+    bad = {**triple(app="sac-bot", release="2.4.1 beta"), "id": "r-bad"}
+    agent = {"trace_id": "r-agent", "goal": "Qual o prazo?", "final_answer": "7 dias.",
+             "metadata": {"app_version": "3.0.0"},
+             "steps": [{"step_index": 0, "step_type": "retrieval", "tool_name": None,
+                        "step_input": "", "step_output": "O prazo é de 7 dias."}],
+             "tool_specs": []}  # fmt: skip
+    with serving(rabbitmq) as base:
+        status, body, _ = call(base, "POST", "/v1/triples", [good, bad])
+        assert status == 202 and body["accepted"] == ["r-good"]
+        assert body["rejected"][0]["id"] == "r-bad"
+        assert body["rejected"][0]["error"].startswith("metadata.release: ' ' is not allowed")
+        status, body, _ = call(base, "POST", "/api/v1/traces", agent)
+        assert status == 200 and body["accepted"] == ["r-agent"]
+    envelopes = {e["triple"].get("id"): e["triple"] for e in queued(rabbitmq)}
+    assert envelopes["r-good"]["metadata"]["release"] == "2.4.1"
+    assert envelopes["r-agent"]["metadata"]["release"] == "3.0.0"
+    assert "r-bad" in envelopes  # its rejected verdict is made by the worker, naming the field
