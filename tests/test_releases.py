@@ -202,7 +202,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 def test_schema_7_back_fills_the_release_from_the_stored_verdicts(store_url: str) -> None:
     old = open_sql_store(store_url, migrate_to=6)
-    rows = [verdict("sac-bot", "v1", 1, None), verdict("sac-bot", None, 2, None),
+    rows = [verdict("sac-bot", "v1", 1, "LEI"), verdict("sac-bot", None, 2, "LEI"),
             {**verdict("sac-bot", "x", 3, None), "metadata": {"app": "sac-bot",
                                                             "release": "not one"}}]  # fmt: skip
     conn_store: SQLStore = old
@@ -214,8 +214,17 @@ def test_schema_7_back_fills_the_release_from_the_stored_verdicts(store_url: str
                     "INSERT INTO verdicts (id, app, status, hallucinated, evaluated_at, body, "
                     "sample_key) VALUES (%s, %s, 'ok', %s, %s, %s, 0.5)"
                 ),
-                (row["id"], "sac-bot", False, row["evaluated_at"], body),
+                (row["id"], "sac-bot", row["hallucinated"], row["evaluated_at"], body),
             )
+            for position, claim in enumerate(row["claims"]):
+                conn.execute(
+                    conn_store.sql(
+                        "INSERT INTO claims (verdict_id, position, text, verdict, category, app, "
+                        "confidence) VALUES (%s, %s, %s, %s, %s, 'sac-bot', %s)"
+                    ),
+                    (row["id"], position, claim["text"], claim["verdict"], claim["category"],
+                     claim["confidence"]),
+                )  # fmt: skip
         conn.commit()
     old.close()
     new = open_sql_store(store_url)
@@ -223,6 +232,9 @@ def test_schema_7_back_fills_the_release_from_the_stored_verdicts(store_url: str
         assert new.schema_version() == 7
         found = {r["release"]: r["verdicts"] for r in new.releases("sac-bot")}
         assert found == {"v1": 1, "unknown": 2}
+        for release in ("v1", "unknown"):  # the claims follow their verdicts' releases
+            figures = new.release_figures("sac-bot", release)["all"]
+            assert (figures["hallucinated"], figures["categories"]["LEI"]) == (1, 1)
     finally:
         new.close()
 

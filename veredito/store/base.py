@@ -132,8 +132,11 @@ VerdictRow = tuple[
     float | None,
     str,
 ]
-# verdict_id, position, text, verdict, category, chunk_idx, source, app, confidence
-ClaimRow = tuple[str, int, str, str, str | None, int | None, str | None, str, float | None]
+# verdict_id, position, text, verdict, category, chunk_idx, source, app, confidence, release
+# (the verdict's release when it is a judged answer, status ok; None otherwise)
+ClaimRow = tuple[
+    str, int, str, str, str | None, int | None, str | None, str, float | None, str | None
+]
 
 
 def _number(value: Any) -> float | None:
@@ -204,6 +207,7 @@ def rows_of(body: bytes) -> tuple[VerdictRow, list[ClaimRow]] | None:
         release_of(verdict),
     )
     claims: list[ClaimRow] = []
+    judged = row[2] == "ok"
     raw_claims = verdict.get("claims")
     for position, claim in enumerate(raw_claims if isinstance(raw_claims, list) else []):
         if not isinstance(claim, dict):
@@ -222,6 +226,7 @@ def rows_of(body: bytes) -> tuple[VerdictRow, list[ClaimRow]] | None:
                 _text(claim.get("source")),
                 app,
                 _probability(claim.get("confidence")),
+                row[13] if judged else None,
             )
         )
     return row, claims

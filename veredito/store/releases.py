@@ -2,9 +2,11 @@
 figures for the comparison (:mod:`veredito.comparison`). :class:`ReleaseQueries` is a part of
 :class:`~veredito.store.sql.SQLStore`, which gives it its connections and its dialect.
 
-Both read the ``verdicts_app_release`` index (schema 7: app, release, evaluated_at) and the claims
-of the release's verdicts by their key, never the verdicts' JSON: a comparison of two releases
-costs what the two releases hold, not what the store holds.
+Both read the ``verdicts_app_release`` index (schema 7: app, release, status, evaluated_at, and
+what a release's figures need), and the flagged claims by their own release (the partial index
+``claims_release_flags``; through the verdicts only when a period is asked for), never the
+verdicts' JSON: a comparison of two releases costs what the two releases hold, not what the store
+holds.
 """
 
 from __future__ import annotations
@@ -122,17 +124,26 @@ class ReleaseQueries:
                 ),
                 (threshold, *params),
             ).fetchall()
-            by_category = conn.execute(
-                self.sql(
-                    "SELECT v.release, COALESCE(c.category, 'GENERICA'), "
-                    "COUNT(DISTINCT c.verdict_id), "
-                    "COUNT(DISTINCT CASE WHEN c.confidence IS NULL OR c.confidence >= %s "
-                    "THEN c.verdict_id END) "
-                    "FROM claims c JOIN verdicts v ON v.app = c.app AND v.id = c.verdict_id "
-                    f"WHERE c.verdict <> 'grounded' AND {clause} GROUP BY 1, 2"
-                ),
-                (threshold, *params),
-            ).fetchall()
+            counted = (
+                "SELECT c.release, COALESCE(c.category, 'GENERICA'), "
+                "COUNT(DISTINCT c.verdict_id), "
+                "COUNT(DISTINCT CASE WHEN c.confidence IS NULL OR c.confidence >= %s "
+                "THEN c.verdict_id END) "
+            )
+            if since is None and until is None:  # the flagged claims' index alone
+                query = (
+                    f"{counted} FROM claims c WHERE c.verdict <> 'grounded' AND c.app = %s "
+                    f"AND c.release IN ({marks(len(releases))}) GROUP BY 1, 2"
+                )
+                values: tuple[Any, ...] = (threshold, app, *releases)
+            else:  # a period: the verdicts' times, through the join
+                query = (
+                    f"{counted} FROM claims c JOIN verdicts v ON v.app = c.app "
+                    f"AND v.id = c.verdict_id WHERE c.verdict <> 'grounded' AND {clause} "
+                    "GROUP BY 1, 2"
+                )
+                values = (threshold, *params)
+            by_category = conn.execute(self.sql(query), values).fetchall()
         for release, answers, hallucinated, confident in rows:
             for kind, count in (("all", hallucinated), ("confident", confident)):
                 out[release][kind]["answers"] = int(answers)

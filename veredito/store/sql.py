@@ -57,7 +57,9 @@ _VERDICT_COLUMNS = (
     "id, app, status, hallucinated, score, faithfulness_score, judge_kind, judge_model, "
     "evaluated_at, categories, body, sample_key, hallucination_confidence, release"
 )
-_CLAIM_COLUMNS = "verdict_id, position, text, verdict, category, chunk_idx, source, app, confidence"
+_CLAIM_COLUMNS = (
+    "verdict_id, position, text, verdict, category, chunk_idx, source, app, confidence, release"
+)
 _PG_LOCK = 7_465_102_301  # pg_advisory_xact_lock key for migrations
 
 
@@ -479,7 +481,7 @@ class SQLiteStore(SQLStore):
                 [row for row, _ in new],
             )
             conn.executemany(
-                self.sql(f"INSERT INTO claims ({_CLAIM_COLUMNS}) VALUES ({marks(9)})"),
+                self.sql(f"INSERT INTO claims ({_CLAIM_COLUMNS}) VALUES ({marks(10)})"),
                 [claim for _, claims in new for claim in claims],
             )
         return len(new)
