@@ -18,12 +18,10 @@ ingest token on a write route gets ``403``, as does a review token for another a
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
 import math
-from concurrent.futures import Future
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -37,11 +35,13 @@ from veredito.store.sql import AmbiguousId
 from veredito.web.reading import (
     REVIEW,
     BadParameter,
+    Review,
     _api_grant,
     _call,
     _clean,
     _filters,
     _limit,
+    add_refresh,
     app_parameter,
 )
 from veredito.web.reviewing import (
@@ -298,30 +298,18 @@ async def get_agreement(request: web.Request) -> web.Response:
     return _json(200, result)
 
 
-async def precision_loop(app: web.Application, running: dict[str, Future[Any]]) -> None:
-    """Refresh the precision gauges every ``refresh_seconds`` (at least once a minute). The
-    refresh in flight is kept in ``running``: serve's shutdown waits for it before it closes
-    the store (a query on a closed SQLite connection can crash the process)."""
+def _precision_refresh(review: Review) -> Callable[[], None]:
+    """One refresh of the precision gauges (:func:`~veredito.web.reading.add_refresh`)."""
 
-    review = app[REVIEW]
-    review.metrics.floor.set(review.precision_floor)
-    review.metrics.min_labels.set(review.min_labels)
-    while True:
-        try:
-            since = parse_when(review.window)
-            running["refresh"] = review.executor.submit(
-                refresh_precision, review.store, review.metrics, since,
-                review.sample_share, review.agreements,
-            )  # fmt: skip
-            await asyncio.wrap_future(running["refresh"])
-        except StoreUnavailable:
-            log.warning("the precision gauges could not be refreshed: the store is away")
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # the gauges must never take the server down
-            log.error("refreshing the precision gauges failed (%s)", type(exc).__name__)
-            log.debug("the failure", exc_info=True)
-        await asyncio.sleep(review.refresh_seconds)
+    def refresh() -> None:
+        review.metrics.floor.set(review.precision_floor)
+        review.metrics.min_labels.set(review.min_labels)
+        since = parse_when(review.window)
+        refresh_precision(
+            review.store, review.metrics, since, review.sample_share, review.agreements
+        )
+
+    return refresh
 
 
 def add_label_routes(app: web.Application) -> None:
@@ -330,23 +318,7 @@ def add_label_routes(app: web.Application) -> None:
     app.router.add_get("/v1/verdicts/{id}/labels/{submission}", get_submission)
     app.router.add_get("/v1/review/next", review_next)
     app.router.add_get("/v1/agreement", get_agreement)
-    task: dict[str, asyncio.Task[None]] = {}
-    running: dict[str, Future[Any]] = {}
-
-    async def start(app: web.Application) -> None:
-        task["loop"] = asyncio.ensure_future(precision_loop(app, running))
-
-    async def stop(_: web.Application) -> None:
-        if "loop" in task:
-            task["loop"].cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task["loop"]
-        if "refresh" in running:  # a refresh still reading the store: let it end first
-            with contextlib.suppress(Exception):
-                await asyncio.wrap_future(running["refresh"])
-
-    app.on_startup.append(start)
-    app.on_cleanup.insert(0, stop)
+    add_refresh(app, "precision gauges", _precision_refresh)
 
 
 def openapi_paths() -> dict[str, Any]:

@@ -8,10 +8,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import logging
 import re
 import secrets
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,3 +211,48 @@ def _unavailable(exc: StoreUnavailable) -> web.Response:
     return _json_error(
         503, "store_unavailable", "the verdict store cannot be reached", **{"Retry-After": "5"}
     )
+
+
+def add_refresh(
+    app: web.Application,
+    what: str,
+    refresh: Callable[[Review], Callable[[], Any]],
+    enabled: Callable[[Review], bool] = lambda review: True,
+) -> None:
+    """Run ``refresh(review)()`` in the store's threads every ``refresh_seconds``, from serve's
+    start to its shutdown (gauges computed from the store: ``what`` names them in the log). A
+    store away is a WARNING, any other failure an ERROR naming only its type: a gauge never
+    takes the server down. Shutdown waits for a refresh in flight before the store closes (a
+    query on a closed SQLite connection can crash the process)."""
+    task: dict[str, asyncio.Task[None]] = {}
+    running: dict[str, Future[Any]] = {}
+
+    async def loop(review: Review) -> None:
+        while True:
+            try:
+                running["refresh"] = review.executor.submit(refresh(review))
+                await asyncio.wrap_future(running["refresh"])
+            except StoreUnavailable:
+                log.warning("the %s could not be refreshed: the store is away", what)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the gauges must never take the server down
+                log.error("refreshing the %s failed (%s)", what, type(exc).__name__)
+                log.debug("the failure", exc_info=True)
+            await asyncio.sleep(review.refresh_seconds)
+
+    async def start(app: web.Application) -> None:
+        if enabled(app[REVIEW]):
+            task["loop"] = asyncio.ensure_future(loop(app[REVIEW]))
+
+    async def stop(_: web.Application) -> None:
+        if "loop" in task:
+            task["loop"].cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task["loop"]
+        if "refresh" in running:  # a refresh still reading the store: let it end first
+            with contextlib.suppress(Exception):
+                await asyncio.wrap_future(running["refresh"])
+
+    app.on_startup.append(start)
+    app.on_cleanup.insert(0, stop)

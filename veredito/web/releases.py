@@ -15,11 +15,9 @@ release that is not one, unknown or equal releases, ``confident`` not a boolean.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
+import functools
 import logging
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any
 
 from aiohttp import web
@@ -31,12 +29,14 @@ from veredito.store.base import Filters
 from veredito.web.reading import (
     REVIEW,
     BadParameter,
+    Review,
     _api_grant,
     _call,
     _clean,
     _filters,
     _json_error,
     _unavailable,
+    add_refresh,
     app_parameter,
 )
 from veredito.web.reviewing import agreement_of
@@ -47,7 +47,6 @@ __all__ = [
     "comparison",
     "openapi_paths",
     "refresh_releases",
-    "release_loop",
 ]
 
 log = logging.getLogger(__name__)
@@ -220,27 +219,12 @@ def refresh_releases(
     return published
 
 
-async def release_loop(app: web.Application, running: dict[str, Future[Any]]) -> None:
-    """Refresh the release gauges every ``refresh_seconds``, as the precision gauges are. The
-    refresh in flight is kept in ``running``: serve's shutdown waits for it before it closes
-    the store (a query on a closed SQLite connection can crash the process)."""
-    review = app[REVIEW]
-    while True:
-        try:
-            running["refresh"] = review.executor.submit(
-                refresh_releases, review.store, review.release_gauges,
-                kept=review.releases_kept, min_answers=review.release_min_answers,
-                threshold=review.alert_confidence,
-            )  # fmt: skip
-            await asyncio.wrap_future(running["refresh"])
-        except StoreUnavailable:
-            log.warning("the release gauges could not be refreshed: the store is away")
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # the gauges must never take the server down
-            log.error("refreshing the release gauges failed (%s)", type(exc).__name__)
-            log.debug("the failure", exc_info=True)
-        await asyncio.sleep(review.refresh_seconds)
+def _release_refresh(review: Review) -> Callable[[], Any]:
+    """One refresh of the release gauges (:func:`~veredito.web.reading.add_refresh`)."""
+    return functools.partial(
+        refresh_releases, review.store, review.release_gauges, kept=review.releases_kept,
+        min_answers=review.release_min_answers, threshold=review.alert_confidence,
+    )  # fmt: skip
 
 
 async def api_compare(request: web.Request) -> web.Response:
@@ -295,24 +279,7 @@ async def api_compare(request: web.Request) -> web.Response:
 def add_release_routes(app: web.Application) -> None:
     app.router.add_get("/v1/releases", api_releases)
     app.router.add_get("/v1/compare", api_compare)
-    task: dict[str, asyncio.Task[None]] = {}
-    running: dict[str, Future[Any]] = {}
-
-    async def start(app: web.Application) -> None:
-        if app[REVIEW].release_gauges is not None:
-            task["loop"] = asyncio.ensure_future(release_loop(app, running))
-
-    async def stop(_: web.Application) -> None:
-        if "loop" in task:
-            task["loop"].cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task["loop"]
-        if "refresh" in running:  # a refresh still reading the store: let it end first
-            with contextlib.suppress(Exception):
-                await asyncio.wrap_future(running["refresh"])
-
-    app.on_startup.append(start)
-    app.on_cleanup.insert(0, stop)
+    add_refresh(app, "release gauges", _release_refresh, lambda r: r.release_gauges is not None)
 
 
 def openapi_paths(
