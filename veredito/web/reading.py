@@ -13,7 +13,7 @@ import logging
 import re
 import secrets
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -250,9 +250,9 @@ def add_refresh(
             task["loop"].cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task["loop"]
-        if "refresh" in running:  # a refresh still reading the store: let it end first
-            with contextlib.suppress(Exception):
-                await asyncio.wrap_future(running["refresh"])
+        refreshing = running.get("refresh")
+        if refreshing is not None and not refreshing.done():  # still reading the store
+            await asyncio.get_running_loop().run_in_executor(None, wait, [refreshing])
 
     app.on_startup.append(start)
     app.on_cleanup.insert(0, stop)
