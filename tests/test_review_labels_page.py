@@ -412,7 +412,9 @@ def test_fuzzed_forms_and_cookies_never_give_a_500(site: str) -> None:
 
     one()
     assert not failures, failures[:5]
-    assert statuses[400] > 10 and statuses[403] > 10 and statuses[303] > 10, statuses
+    # the fuzzer reached the handlers: refusals of both kinds, and saves (how many depends on
+    # when a fuzzed POST /sair with the real cookie and CSRF ends the session: 7 to 38 seen)
+    assert statuses[400] > 10 and statuses[403] > 10 and statuses[303] > 0, statuses
 
 
 @pytest.mark.parametrize(
