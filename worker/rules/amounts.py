@@ -31,16 +31,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
 from veredito.worker.rules import scan as sc
-from veredito.worker.rules.mention import Mention, ci
+from veredito.worker.rules.mention import ContextView, Mention, ci
 from veredito.worker.rules.mention import year as _year
 from veredito.worker.rules.text import fold
 from veredito.worker.rules.text import stem as _stem
-
-if TYPE_CHECKING:
-    from veredito.worker.rules.context import ContextIndex
 
 __all__ = [
     "DATE_WORDS",
@@ -429,7 +425,7 @@ PATTERNS = (
 QUANTITIES = ("money", "percent", "duration:", "count:", "number", "date", "daymonth")
 
 
-def grounded_by_parts(mention: Mention, ctx: ContextIndex) -> bool:
+def grounded_by_parts(mention: Mention, ctx: ContextView) -> bool:
     """``15/03/2024`` where the context says "de 15 de março a 31 de maio de 2024"."""
     for key in mention.keys:
         kind, _, value = key.partition("|")
@@ -440,7 +436,7 @@ def grounded_by_parts(mention: Mention, ctx: ContextIndex) -> bool:
     return False
 
 
-def same_number(mention: Mention, ctx: ContextIndex) -> bool:
+def same_number(mention: Mention, ctx: ContextView) -> bool:
     """A long number (a telephone, a protocol) written with or without its area code or
     prefix: the last eight digits of one end the other."""
     for key in mention.keys:
@@ -454,7 +450,7 @@ def same_number(mention: Mention, ctx: ContextIndex) -> bool:
     return False
 
 
-def nearest(mention: Mention, ctx: ContextIndex) -> float | None:
+def nearest(mention: Mention, ctx: ContextView) -> float | None:
     """How near the nearest context value of the mention's kind is: ``exp(-|ln(a/b)|)``, 1 for
     equal values, towards 0 for far ones (a computed total is usually far from its operands, a
     mistyped value near the right one). None when the context has no number of its kind."""

@@ -15,15 +15,10 @@ contradicts (:func:`other_state`: ``Procon-SP`` where the context names only the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from veredito.worker.rules import gazetteer as gz
 from veredito.worker.rules import scan as sc
-from veredito.worker.rules.mention import Mention
+from veredito.worker.rules.mention import ContextView, Mention
 from veredito.worker.rules.text import fold
-
-if TYPE_CHECKING:
-    from veredito.worker.rules.context import ContextIndex
 
 __all__ = [
     "PATTERNS",
@@ -93,7 +88,7 @@ def detect_institutions(text: str, folded: str, scan: sc.Scan | None = None) -> 
     ]
 
 
-def other_state(mention: Mention, ctx: ContextIndex) -> bool:
+def other_state(mention: Mention, ctx: ContextView) -> bool:
     """ "Procon-SP" where the context names only the Procon-PR: the right body, another state's."""
     for key in mention.extra:
         if key.startswith("bodyuf|") and key not in ctx.keys:

@@ -17,16 +17,12 @@ In the judge, the same law number with another year contradicts (:func:`year_con
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from veredito.worker.rules import gazetteer as gz
 from veredito.worker.rules import scan as sc
 from veredito.worker.rules.amounts import DATE_WORDS, MONTHS
-from veredito.worker.rules.mention import Mention, ci, year
+from veredito.worker.rules.mention import ContextView, Mention, ci, year
 from veredito.worker.rules.text import fold
-
-if TYPE_CHECKING:
-    from veredito.worker.rules.context import ContextIndex
 
 __all__ = ["PATTERNS", "code_mention", "detect_laws", "year_conflict"]
 
@@ -162,7 +158,7 @@ def code_mention(text: str, start: int, end: int, code: str) -> Mention:
     return Mention("LEI", text[start:end], keys, start, end)
 
 
-def year_conflict(mention: Mention, ctx: ContextIndex) -> bool:
+def year_conflict(mention: Mention, ctx: ContextView) -> bool:
     """Same law number, another year (``Lei 8.078/1991`` where the context has ``/1990``)."""
     years = {k for k in mention.extra if k.startswith("lawyear|")}
     if not years or years & ctx.keys:

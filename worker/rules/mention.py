@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from veredito.worker.rules.text import fold
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CHUNK_CACHE",
     "Alternatives",
+    "ContextView",
     "Incomplete",
     "Mention",
     "alternatives_source",
@@ -35,6 +36,29 @@ __all__ = [
 # tracemalloc on bench/corpus.py triples), so about 70 MB when full; 8,192 of each took a worker
 # at 400 in flight to 288 MiB (docs/benchmarks.md, "Memory").
 CHUNK_CACHE = 4096
+
+
+class ContextView(Protocol):
+    """What a family's checks read of the context (``laws.year_conflict``,
+    ``amounts.nearest``, ``places.implied_place``…).
+    :class:`~veredito.worker.rules.context.ContextIndex` is one; the families depend on this
+    view, not on the module that builds it, so they stand below what assembles them
+    (``context`` → ``detectors`` → the families → ``mention``)."""
+
+    @property
+    def keys(self) -> frozenset[str]:
+        """Every key of the context's mentions."""
+        ...
+
+    @property
+    def folded(self) -> str:
+        """The context's text, folded (:func:`~veredito.worker.rules.text.fold`)."""
+        ...
+
+    @property
+    def implied_ufs(self) -> frozenset[str]:
+        """The states the context implies (a body's or a court's)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import TYPE_CHECKING
 
 from veredito.worker.rules import gazetteer as gz
 from veredito.worker.rules import scan as sc
-from veredito.worker.rules.mention import Alternatives, Mention, alternatives_source, ci
+from veredito.worker.rules.mention import (
+    Alternatives,
+    ContextView,
+    Mention,
+    alternatives_source,
+    ci,
+)
 from veredito.worker.rules.text import fold
-
-if TYPE_CHECKING:
-    from veredito.worker.rules.context import ContextIndex
 
 __all__ = ["PATTERNS", "detect_places", "implied_place", "implied_ufs"]
 
@@ -231,8 +233,8 @@ def implied_ufs(text: str) -> frozenset[str]:
     return frozenset(found & _UF_SET)
 
 
-def implied_place(mention: Mention, ctx: ContextIndex) -> bool:
-    """A state the context implies (:attr:`ContextIndex.implied_ufs`), or its capital when the
+def implied_place(mention: Mention, ctx: ContextView) -> bool:
+    """A state the context implies (:attr:`ContextView.implied_ufs`), or its capital when the
     context speaks of "a capital"."""
     for key in mention.keys:
         kind, _, value = key.partition("|")

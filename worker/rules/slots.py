@@ -10,21 +10,20 @@ computes ("ou seja", "no total", "×") takes its operands from anywhere (:func:`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from veredito.worker.rules.derive import CUES
 from veredito.worker.rules.mention import CHUNK_CACHE, Incomplete, Mention
 from veredito.worker.rules.text import content_stems, fold
 
-if TYPE_CHECKING:
-    from veredito.worker.rules.context import ContextIndex
-
 __all__ = [
     "AMOUNT_KINDS",
     "SLOT_KINDS",
     "Slot",
+    "SlottedContext",
     "computes",
     "same_slot",
     "topic_overlap",
@@ -63,7 +62,23 @@ def _slot_stems(text: str) -> frozenset[str]:
     return _stems_without(text, _SLOT_IGNORE)
 
 
-def wrong_slot(mention: Mention, claim: str, ctx: ContextIndex) -> bool:
+class SlottedContext(Protocol):
+    """What the slot checks read of the context
+    (:class:`~veredito.worker.rules.context.ContextIndex` is one): its slots, and whether every
+    clause was read."""
+
+    @property
+    def slots(self) -> Sequence[Slot]:
+        """The context's amounts and IDs with their clauses."""
+        ...
+
+    @property
+    def complete(self) -> bool:
+        """False when only the clauses holding a probe of the answer were read."""
+        ...
+
+
+def wrong_slot(mention: Mention, claim: str, ctx: SlottedContext) -> bool:
     """The value is in the context, but for something else: the claim's (``claim``, digitised)
     words sit with another value of the same kind ("parto ... 180 dias" where the context says
     "300 dias para partos ...; 180 dias para os demais casos")."""
@@ -89,7 +104,7 @@ def wrong_slot(mention: Mention, claim: str, ctx: ContextIndex) -> bool:
     )
 
 
-def same_slot(mention: Mention, claim: str, ctx: ContextIndex) -> bool:
+def same_slot(mention: Mention, claim: str, ctx: SlottedContext) -> bool:
     """Does the context give a value of this kind *for the same thing*? For amounts: a context
     amount of the same kind whose clause shares a content word with the claim, or a claim that
     computes (a wrong result). Other kinds (another law, article, CPF, city) always do."""
@@ -102,7 +117,7 @@ def same_slot(mention: Mention, claim: str, ctx: ContextIndex) -> bool:
     return topic_overlap(mention, claim, ctx)
 
 
-def topic_overlap(mention: Mention, claim: str, ctx: ContextIndex) -> bool:
+def topic_overlap(mention: Mention, claim: str, ctx: SlottedContext) -> bool:
     """A context amount of the mention's kind sits in a clause sharing a word with the claim."""
     claim_stems = _topic_stems(claim)
     kinds = mention.kinds
