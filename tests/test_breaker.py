@@ -11,8 +11,8 @@ from prometheus_client import CollectorRegistry
 
 from tests.llm_server import ServerThread
 from tests.test_llm_judge import settings_for, triple
-from veredito.worker.breaker import CircuitBreaker, CircuitState
 from veredito.worker.judges import build_judge, new_session
+from veredito.worker.llm.breaker import CircuitBreaker, CircuitState
 from veredito.worker.metrics import Metrics
 from veredito.worker.pipeline import Outcome, Pipeline
 

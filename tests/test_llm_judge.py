@@ -16,7 +16,7 @@ from tests.conftest import SHARED, require_shared
 from tests.llm_server import ServerThread
 from veredito.worker.judges import new_session
 from veredito.worker.judges.llm import LLMJudge
-from veredito.worker.llm_client import ChatClient
+from veredito.worker.llm.client import ChatClient
 from veredito.worker.metrics import Metrics
 from veredito.worker.pipeline import Outcome, Pipeline
 from veredito.worker.settings import Settings

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from veredito.worker.errors import JudgeOutputInvalid
-from veredito.worker.parsing import normalise_verdict, parse_claims, parse_faithfulness
+from veredito.worker.llm.parsing import normalise_verdict, parse_claims, parse_faithfulness
 from veredito.worker.scoring import count_categories, is_hallucinated, score_claims
 
 

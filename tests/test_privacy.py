@@ -1,4 +1,4 @@
-"""Privacy before the judge (worker/privacy.py): placeholders in every prompt, the real values
+"""Privacy before the judge (worker/llm/privacy.py): placeholders in every prompt, the real values
 checked here, and nothing real in what is stored with VEREDITO_REDACT_STORED=on."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from tests.llm_server import ServerThread
 from veredito.cli import main
 from veredito.producer.triple import Triple
-from veredito.worker.privacy import find_personal, mask_triple
+from veredito.worker.llm.privacy import find_personal, mask_triple
 
 CPF_A = "529.982.247-25"  # valid check digits
 CPF_CHANGED = "529.982.247-52"  # two digits swapped: invalid

@@ -35,7 +35,7 @@ from veredito.producer.triple import (
 )
 from veredito.worker.errors import JudgeOutputInvalid
 from veredito.worker.judges.base import Judgement
-from veredito.worker.parsing import parse_claims, parse_faithfulness
+from veredito.worker.llm.parsing import parse_claims, parse_faithfulness
 from veredito.worker.pipeline import Pipeline, fallback_id
 from veredito.worker.verdict import CATEGORIES, VERDICTS, JudgeInfo, Verdict
 

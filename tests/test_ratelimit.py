@@ -1,4 +1,4 @@
-"""Shared rate limits on the judge (worker/ratelimit.py): the algorithm, its Redis script against
+"""Shared rate limits on the judge (worker/llm/ratelimit.py): the algorithm, its Redis script against
 the same algorithm in Python, a simulated provider stricter than configured, and four worker
 processes against a test judge that enforces its limit over every sliding second."""
 
@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import require_service
 from tests.judge_log import LoggedProcess, PerSecondScript, busiest
 from tests.test_broker_e2e import BROKERS, reset_broker, running_worker, veredito
-from veredito.worker.ratelimit import (
+from veredito.worker.llm.ratelimit import (
     BETA,
     FLOOR,
     LocalLimiter,

@@ -16,7 +16,7 @@ import redis
 from tests.conftest import require_service
 from tests.llm_server import ServerThread
 from veredito.cli import main
-from veredito.worker.spend import Pricing, parse_budgets
+from veredito.worker.llm.spend import Pricing, parse_budgets
 
 REDIS = "redis://127.0.0.1:6379/14"
 

@@ -28,10 +28,10 @@ from veredito.producer.triple import (
 from veredito.worker.confidence import hallucination_confidence
 from veredito.worker.errors import JudgeOutputInvalid, PermanentError, RetryableError
 from veredito.worker.judges.base import Judge
+from veredito.worker.llm.privacy import redact_verdict
+from veredito.worker.llm.spend import Spending
 from veredito.worker.metrics import Metrics
-from veredito.worker.privacy import redact_verdict
 from veredito.worker.scoring import count_categories, is_hallucinated, score_claims
-from veredito.worker.spend import Spending
 from veredito.worker.verdict import JudgeInfo, TripleInput, Verdict, VerdictError, utc_now
 
 __all__ = ["Outcome", "Pipeline", "Spending", "fallback_id"]
@@ -61,7 +61,7 @@ class Pipeline:
         self.metrics = metrics
         self.keep_input = keep_input  # the verdict carries the query, context and answer
         self.spending = spending or Spending()
-        self.redact_stored = redact_stored  # the verdict's texts masked (worker/privacy.py)
+        self.redact_stored = redact_stored  # the verdict's texts masked (worker/llm/privacy.py)
 
     async def evaluate(self, envelope: dict[str, Any]) -> Outcome:
         started = time.perf_counter()

@@ -20,10 +20,10 @@ from typing import Any
 import aiohttp
 
 from veredito.worker.judges import Judge, build_judge, build_spending, new_session
+from veredito.worker.llm.spend import Spending
 from veredito.worker.metrics import Metrics
 from veredito.worker.pipeline import Outcome, Pipeline
 from veredito.worker.settings import Settings
-from veredito.worker.spend import Spending
 
 __all__ = ["HEARTBEAT_SECONDS", "Health", "Runtime"]
 

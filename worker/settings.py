@@ -419,7 +419,7 @@ class Settings(BaseSettings):
     @field_validator("budget_daily")
     @classmethod
     def _check_budgets(cls, value: str | None) -> str | None:
-        from veredito.worker.spend import parse_budgets
+        from veredito.worker.llm.spend import parse_budgets
 
         parse_budgets(value)  # a ValueError names the bad pair
         return value

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import aiohttp
 
-from veredito.worker.breaker import CircuitBreaker
 from veredito.worker.confidence import Calibration, default_calibration, load_calibration
 from veredito.worker.judges.base import Judge, Judgement
 from veredito.worker.judges.crosscheck import ConfidenceJudge, CrossCheckedJudge
 from veredito.worker.judges.llm import LLMJudge
 from veredito.worker.judges.rules import RulesJudge
-from veredito.worker.llm_client import ChatClient
+from veredito.worker.llm.breaker import CircuitBreaker
+from veredito.worker.llm.client import ChatClient
+from veredito.worker.llm.ratelimit import build_limiter
+from veredito.worker.llm.spend import Budget, Pricing, Spending, VerdictCache, parse_budgets
 from veredito.worker.metrics import Metrics
-from veredito.worker.ratelimit import build_limiter
 from veredito.worker.settings import Settings
-from veredito.worker.spend import Budget, Pricing, Spending, VerdictCache, parse_budgets
 
 __all__ = [
     "Judge",
@@ -112,7 +112,7 @@ def build_judge(
         cache = VerdictCache(settings.marks_url, ttl, metrics)
     judge: Judge = LLMJudge(client, settings.prompts, metrics, cache)
     if settings.pseudonymise:  # inside the cross-check: that reads the real claims
-        from veredito.worker.privacy import PseudonymisingJudge  # it imports judges.base
+        from veredito.worker.llm.privacy import PseudonymisingJudge  # it imports judges.base
 
         judge = PseudonymisingJudge(judge)
     if settings.cross_check != "off":

@@ -17,10 +17,10 @@ from veredito.producer.triple import Triple
 from veredito.prompts import load_template, render_context
 from veredito.worker.errors import JudgeOutputInvalid
 from veredito.worker.judges.base import Judgement
-from veredito.worker.llm_client import ChatClient, Completion, Message
+from veredito.worker.llm.client import ChatClient, Completion, Message
+from veredito.worker.llm.parsing import ParsedClaims, parse_claims, parse_faithfulness
+from veredito.worker.llm.spend import VerdictCache
 from veredito.worker.metrics import Metrics
-from veredito.worker.parsing import ParsedClaims, parse_claims, parse_faithfulness
-from veredito.worker.spend import VerdictCache
 from veredito.worker.verdict import Claim, Faithfulness, JudgeInfo
 
 __all__ = ["REASK", "LLMJudge"]

@@ -231,7 +231,7 @@ class VerdictCache:
 
 @dataclass
 class Spending:
-    """Prices, budgets and the judge a spent budget falls back to (see worker/spend.py)."""
+    """Prices, budgets and the judge a spent budget falls back to (see worker/llm/spend.py)."""
 
     pricing: Pricing = field(default_factory=Pricing)
     budget: Budget | None = None

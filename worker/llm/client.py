@@ -23,7 +23,6 @@ from typing import Any
 import aiohttp
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type
 
-from veredito.worker.breaker import CircuitBreaker
 from veredito.worker.errors import (
     JudgeConnectionError,
     JudgeKeyRefused,
@@ -33,8 +32,9 @@ from veredito.worker.errors import (
     JudgeTimeout,
     RetryableError,
 )
+from veredito.worker.llm.breaker import CircuitBreaker
+from veredito.worker.llm.ratelimit import RateLimiter, estimate_tokens
 from veredito.worker.metrics import Metrics
-from veredito.worker.ratelimit import RateLimiter, estimate_tokens
 
 __all__ = ["ChatClient", "Completion", "Message"]
 
