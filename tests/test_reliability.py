@@ -364,12 +364,17 @@ def test_redis_a_triple_held_through_a_judge_outage_is_judged_once(redis_broker:
             assert worker.returncode == 0, worker.stderr[-3000:]
             assert "held by consumers whose lease expired" not in worker.stderr
     answers = script.answers()
-    seen = f"{script.served} requests, {len(script.log)} logged, {len(answers)} prompts answered"
+    verdicts = drain(redis_broker, topology.VERDICTS_QUEUE)
+    not_ok = [
+        (v["id"], v.get("status"), v.get("error")) for v in verdicts if v.get("status") != "ok"
+    ]
+    seen = (
+        f"{script.served} requests, {len(script.log)} logged, {len(answers)} prompts answered, "
+        f"verdicts not ok: {not_ok}"
+    )
     assert set(answers.values()) == {1}, answers  # no triple judged twice
     assert len(answers) == 24, seen
-    assert {v["id"] for v in drain(redis_broker, topology.VERDICTS_QUEUE)} == {
-        json.loads(line)["id"] for line in lines
-    }
+    assert {v["id"] for v in verdicts} == {json.loads(line)["id"] for line in lines}
 
 
 RABBITMQ_URL = BROKERS["rabbitmq"][0]
