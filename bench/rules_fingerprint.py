@@ -9,8 +9,9 @@ For every record of ``tests/data/*.jsonl`` and :data:`CORPUS_N` triples of ``ben
 (seed :data:`CORPUS_SEED`), four views, each hashed per set:
 
 - ``judge``: :func:`~veredito.worker.rules.judge` of the answer — each claim's text, verdict,
-  category, chunk, basis, lexical support and words, and each check's mention (category, text,
-  keys, extra keys, span, flags), status, finding, why, nearest and derivation;
+  category, chunk, basis, lexical support and words, its kind when it is advice, and each
+  check's mention (category, text, keys, extra keys, span, flags), status, finding, why, nearest
+  and derivation;
 - ``crosscheck``: :func:`~veredito.worker.rules.check_texts` of those claims (the cross-check's
   path), the same fields per check;
 - ``mentions``: every mention the detectors find in each chunk and in the answer (digitised);
@@ -96,6 +97,7 @@ def record_views(record: dict[str, Any]) -> dict[str, Any]:
             None if c.support is None else repr(c.support),
             c.words,
             [_check(k) for k in c.checks],
+            *([c.kind] if c.kind else []),  # advice only (issue 30): other claims hash as before
         ]
         for c in judged.claims
     ]

@@ -133,7 +133,7 @@ def test_the_shipped_calibration_is_fresh(tmp_path: Path) -> None:
     out = tmp_path / "fresh.json"
     fit = subprocess.run(
         [sys.executable, "-m", "veredito", "calibrate", "--fit", *map(str, sets), "--out", str(out),
-         "--name", "default"],
+         "--name", "default", "--evidence", str(ROOT / "tests/data/holdout9.jsonl")],
         capture_output=True, text=True, cwd=ROOT, timeout=600,
     )  # fmt: skip
     assert fit.returncode == 0, fit.stderr
@@ -143,6 +143,8 @@ def test_the_shipped_calibration_is_fresh(tmp_path: Path) -> None:
         a, b = fresh["judges"]["rules"][part], shipped["judges"]["rules"][part]
         assert a["features"] == b["features"], "stale: run `make calibration`"
         assert a["coef"] == pytest.approx(b["coef"], abs=1e-4), "stale: run `make calibration`"
+        assert a.get("caps") == b.get("caps"), "stale: run `make calibration`"
+    assert fresh["judges"]["llm"] == shipped["judges"]["llm"], "stale: run `make calibration`"
 
 
 def test_llm_verdicts_with_labels_replace_the_prior() -> None:

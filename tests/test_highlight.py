@@ -440,7 +440,7 @@ def test_the_pages_link_ids_as_one_segment_and_isolate_user_text() -> None:
         query="Qual o prazo?\u202e",
         answer=[Segment("Antes \u202e "), Segment("O prazo é de 7 dias.", claim=0)],
         claims=[{"number": 1, "text": "O prazo é de 7 dias.\u202e", "verdict": "grounded",
-                 "category": "", "source": "rules", "in_answer": True,
+                 "category": "", "source": "rules", "in_answer": True, "advice": False,
                  "cited": {"index": 0, "segments": [Segment("prazo", marked=True)]}}],
         has_input=True,
         context=["O prazo é de 7 dias."],

@@ -258,7 +258,7 @@ def test_precision_gauges_follow_the_window(tmp_path: Path) -> None:
     try:
         for v in with_claims(verdicts, 1)[:5]:
             store.add_labels(
-                v["metadata"].get("app", ""), v["id"], "ana", [Label("claim", 0, True)]
+                v["metadata"].get("app", ""), v["id"], "ana", [Label("claim", 0, True)], share=1.0
             )
         metrics = ReviewMetrics(CollectorRegistry())
         refresh_precision(store, metrics, "2000-01-01T00:00:00.000000Z", 1.0)
@@ -287,12 +287,14 @@ def test_the_cached_agreement_follows_new_labels(tmp_path: Path) -> None:
     try:
         for n, v in enumerate(verdicts):
             app = v["metadata"].get("app", "")
-            store.add_labels(app, v["id"], "ana", [Label("claim", 0, n % 2 == 0)])
+            store.add_labels(app, v["id"], "ana", [Label("claim", 0, n % 2 == 0)], share=1.0)
             cached = agreement_of(store, Filters(), None, 1.0, cache)
             assert cached == agreement_of(store, Filters(), None, 1.0)
             assert cached["uniform"]["answers"] == n + 1
         v = verdicts[0]  # ana changes her mind on the first answer
-        store.add_labels(v["metadata"].get("app", ""), v["id"], "ana", [Label("claim", 0, False)])
+        store.add_labels(
+            v["metadata"].get("app", ""), v["id"], "ana", [Label("claim", 0, False)], share=1.0
+        )
         assert agreement_of(store, Filters(), None, 1.0, cache) == agreement_of(
             store, Filters(), None, 1.0
         )

@@ -38,7 +38,13 @@ DASHBOARD = MONITORING / "grafana" / "dashboards" / "veredito.json"
 AMQP = "amqp://guest:guest@127.0.0.1:5672//"
 CACHE_REDIS = "redis://127.0.0.1:6379/11"
 # metrics that only `veredito serve --store` exports (reviewers' labels, spec §16)
-FROM_SERVE = ("veredito_judge_precision", "veredito_review_labels_total")
+FROM_SERVE = (
+    "veredito_judge_precision",
+    "veredito_review_labels_total",
+    "veredito_calibration_version",  # the calibration refitted from the labels (issue 30)
+    "veredito_calibration_held_out",
+    "veredito_calibration_refits_total",
+)
 # serve's release gauges (spec §18): tests/test_release_metrics.py runs their panels and alert
 RELEASE_GAUGES = "veredito_release_"
 
@@ -172,6 +178,7 @@ def test_dashboard_has_a_stable_uid_variables_and_the_panels_asked_for() -> None
         "precision",
         "reviewers' labels by app",
         "labelled answers behind each precision",
+        "calibration in use",
     ):
         assert words in titles, words
     import runpy

@@ -229,7 +229,7 @@ def test_schema_7_back_fills_the_release_from_the_stored_verdicts(store_url: str
     old.close()
     new = open_sql_store(store_url)
     try:
-        assert new.schema_version() == 7
+        assert new.schema_version() >= 7  # 8 and later add to it
         found = {r["release"]: r["verdicts"] for r in new.releases("sac-bot")}
         assert found == {"v1": 1, "unknown": 2}
         for release in ("v1", "unknown"):  # the claims follow their verdicts' releases

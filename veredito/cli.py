@@ -157,6 +157,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(files or --from-store) and write it to --out; VEREDITO_CALIBRATION=FILE uses it",
     )
     calibrate.add_argument("--out", help="with --fit: the calibration file to write")
+    calibrate.add_argument(
+        "--evidence",
+        action="append",
+        metavar="LABELLED",
+        help="with --fit: a labelled set never fitted on, where each category's flags earn their "
+        "highest confidence (default: out-of-fold answers of what is fitted); repeatable",
+    )
     calibrate.add_argument("--name", help="with --fit: the name verdicts carry (judge.calibration)")
     calibrate.add_argument(
         "--from-store",
@@ -164,6 +171,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure the stored verdicts against reviewers' labels instead (spec §16): the "
         "agreement of GET /v1/agreement, from the uniform slice",
     )
+    calibrate.add_argument(
+        "--rollback",
+        type=int,
+        metavar="VERSION",
+        help="make a calibration serve --store fitted current again (with --store); serve's "
+        "GET /v1/calibration then serves it",
+    )
+    calibrate.add_argument(
+        "--list",
+        action="store_true",
+        help="the calibrations serve --store fitted, with their held-out figures (with --store)",
+    )
+    calibrate.add_argument("--store", metavar="URL", help="with --rollback, --list: the store")
     calibrate.add_argument("--app", help="with --from-store: one app")
     calibrate.add_argument("--since", help="with --from-store: verdicts since (7d, ISO 8601)")
     calibrate.add_argument("--until", help="with --from-store: verdicts before")
@@ -251,7 +271,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"veredito: invalid setting {field}: {error['msg']}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level)
-    if settings.calibration:
+    if settings.calibration and not settings.calibration.lower().startswith(
+        ("http://", "https://")
+    ):  # a URL of serve's route is fetched by the judges: unreachable is a WARNING, not a stop
         from veredito.worker.confidence import CalibrationError, load_calibration
 
         try:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from veredito.worker.verdict import Verdict
 
 __all__ = [
+    "DEFAULT_SHARE",
     "MAX_LABEL_BYTES",
     "Label",
     "LabelError",
@@ -53,6 +54,9 @@ __all__ = [
 ]
 
 MAX_LABEL_BYTES = 64 * 1024
+# VEREDITO_REVIEW_SAMPLE's default: the share of answers in the review queue's uniform slice
+# (also the rule schema 8 back-filled labels.uniform with)
+DEFAULT_SHARE = 0.05
 MAX_NOTE = 4000
 MAX_MISSED = 50
 
@@ -348,7 +352,7 @@ class _ScoredClaim:
     """A stored claim as :func:`~veredito.worker.calibrate.score` reads it (a :class:`Claim`'s
     attributes)."""
 
-    __slots__ = ("category", "confidence", "text", "verdict")
+    __slots__ = ("category", "confidence", "kind", "text", "verdict")
 
     def __init__(self, claim: dict[str, Any]) -> None:
         category = claim.get("category")
@@ -356,6 +360,7 @@ class _ScoredClaim:
         self.verdict = str(claim.get("verdict") or "invented")
         self.category = category if isinstance(category, str) else None
         self.confidence = _probability(claim.get("confidence"))
+        self.kind = "advice" if claim.get("kind") == "advice" else None
 
 
 class _ScoredFinding:

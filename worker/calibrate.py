@@ -240,6 +240,8 @@ def score(records: Sequence[dict[str, Any]], verdicts: Sequence[Verdict]) -> Rep
         for judged, text in zip(verdict.claims, folded, strict=True):
             if judged.confidence is None:
                 continue
+            if judged.verdict == "grounded" and getattr(judged, "kind", None) == "advice":
+                continue  # advice not flagged is no claim of fact (spec §17): no calibration
             bad = any(n in text for n in needles_all)
             report.claim_confidences.append(
                 (judged.confidence, bad if judged.verdict != "grounded" else not bad)

@@ -42,6 +42,8 @@ __all__ = [
     "hallucination_confidence",
     "llm_features",
     "load_calibration",
+    "parse_calibration",
+    "rules_feature_sets",
     "rules_features",
 ]
 
@@ -162,9 +164,15 @@ class Calibration:
     labels: dict[str, str]  # judge -> what judge.calibration says ("default", "prior", name)
     body: dict[str, Any]
 
-    def confidence(self, judge: str, flagged: bool, features: dict[str, float]) -> float:
+    def confidence(
+        self, judge: str, flagged: bool, features: dict[str, float] | Sequence[dict[str, float]]
+    ) -> float:
+        """The confidence of a claim from its features; given several feature sets (one per
+        part of a claim: :func:`rules_feature_sets`), the weakest part's."""
         model = self.models[judge]["flagged" if flagged else "grounded"]
-        return round(model.predict(features), 4)
+        if isinstance(features, dict):
+            return round(model.predict(features), 4)
+        return round(min(model.predict(f) for f in features), 4)
 
     def label(self, judge: str) -> str:
         return self.labels[judge]
@@ -190,7 +198,83 @@ def _parse(body: Any, source: str) -> Calibration:
         }
         label = parts.get("calibration")
         labels[judge] = label if isinstance(label, str) and label else str(body.get("name", source))
+    version = body.get("version")
+    if version is not None and (
+        not isinstance(version, int) or isinstance(version, bool) or version < 1
+    ):
+        raise CalibrationError(f"{source}: version must be a whole number from 1")
     return Calibration(str(body.get("name") or source), models, labels, body)
+
+
+def parse_calibration(body: Any, source: str) -> Calibration:
+    """A calibration from its JSON value (a file's, or ``GET /v1/calibration``'s answer);
+    :class:`CalibrationError` naming ``source`` and what is wrong."""
+    return _parse(body, source)
+
+
+def calibration_version(calibration: Calibration) -> int | None:
+    """The store's version of a calibration ``serve --store`` fitted (``version`` in its
+    body, as ``GET /v1/calibration`` gives it); None for the shipped one or a file of one's own."""
+    version = calibration.body.get("version")
+    return version if isinstance(version, int) and not isinstance(version, bool) else None
+
+
+def is_calibration_url(setting: str | None) -> bool:
+    """``VEREDITO_CALIBRATION`` names ``serve``'s calibration route rather than a file."""
+    return bool(setting) and str(setting).lower().startswith(("http://", "https://"))
+
+
+class CalibrationUnavailable(Exception):
+    """``GET /v1/calibration`` gave no calibration: ``status`` is the HTTP status (404: the
+    store has none yet), 0 when the server could not be reached."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def fetch_calibration(
+    url: str, token: str | None = None, etag: str | None = None, timeout: float = 10.0
+) -> tuple[Calibration | None, str | None]:
+    """``serve``'s calibration route (``VEREDITO_CALIBRATION=https://…/v1/calibration``): the
+    calibration and its ETag, or ``(None, etag)`` when it has not changed since ``etag``
+    (``304``). :class:`CalibrationUnavailable` when there is none (``404``) or the server cannot
+    be reached or refuses; :class:`CalibrationError` naming what is wrong with a bad body."""
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    parts = urllib.parse.urlsplit(url)  # what messages show: never a password in the URL
+    netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+    shown = parts._replace(netloc=netloc, query="").geturl()
+    headers = {"Accept": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    if etag:
+        headers["If-None-Match"] = etag
+    request = urllib.request.Request(url, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            raw = response.read(16 * 1024 * 1024 + 1)
+            tag = response.headers.get("ETag")
+    except urllib.error.HTTPError as exc:
+        if exc.code == 304:
+            return None, etag
+        raise CalibrationUnavailable(exc.code, f"{shown}: HTTP {exc.code}") from None
+    except (OSError, ValueError) as exc:  # refused, timed out, DNS, a URL urllib cannot use
+        raise CalibrationUnavailable(
+            0, f"{shown}: cannot be reached ({type(exc).__name__})"
+        ) from None
+    if len(raw) > 16 * 1024 * 1024:
+        raise CalibrationError(f"{shown}: the body is over 16 MiB")
+    try:
+        body = json.loads(raw)
+    except ValueError as exc:
+        raise CalibrationError(f"{shown}: not JSON ({exc})") from None
+    calibration = _parse(body, shown)
+    if calibration_version(calibration) is None:
+        raise CalibrationError(f"{shown}: the body has no version (not serve's calibration route)")
+    return calibration, tag
 
 
 def load_calibration(path: str | Path) -> Calibration:
@@ -231,8 +315,20 @@ def _kind(kinds: Iterable[str]) -> str | None:
     return None
 
 
-def rules_features(judged: Any) -> dict[str, float]:
-    """What the rules judge knows of one claim (a ``ClaimJudgement``), as model features."""
+def rules_feature_sets(judged: Any) -> list[dict[str, float]]:
+    """The features of each part of a claim: a flagged claim with several failed mentions (a
+    right law next to a wrong decree and a wrong date) is as sure as its weakest part, so it
+    gets one feature set per failed mention (:meth:`Calibration.confidence` takes the lowest);
+    any other claim one set (:func:`rules_features`)."""
+    bad = [c for c in judged.checks if c.status != "grounded"]
+    if judged.verdict == "grounded" or len(bad) < 2:
+        return [rules_features(judged)]
+    return [rules_features(judged, part) for part in bad]
+
+
+def rules_features(judged: Any, part: Any = None) -> dict[str, float]:
+    """What the rules judge knows of one claim (a ``ClaimJudgement``), as model features; for a
+    flagged claim, of its failed mention ``part`` (its first by default)."""
     features: dict[str, float] = {}
     flagged = judged.verdict != "grounded"
     bad = [c for c in judged.checks if c.status != "grounded"]
@@ -247,7 +343,7 @@ def rules_features(judged: Any) -> dict[str, float]:
         features[f"c:{judged.category or 'GENERICA'}"] = 1.0
         features["bad_checks"] = min(len(bad), 3) / 3
         if bad:
-            first = bad[0]
+            first = bad[0] if part is None else part
             features[f"f:{FINDINGS.get(first.finding or '', 'absent')}"] = 1.0
             kind = _kind(first.mention.kinds)
             if kind:
@@ -280,6 +376,8 @@ def llm_features(claim: Claim, rules: str) -> dict[str, float]:
     flagged = claim.verdict != "grounded"
     side = "llm:flag" if flagged else "llm:grounded"
     features = {f"{side}&rules:{rules}": 1.0, f"rules:{rules}": 1.0}
+    if claim.kind == "advice":
+        features["kind:advice"] = 1.0
     if flagged:
         features[f"v:{claim.verdict}"] = 1.0
         features[f"c:{claim.category or 'GENERICA'}"] = 1.0

@@ -220,11 +220,29 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+        self.calibration_in_use = Gauge(
+            "veredito_calibration_in_use",
+            "1 for the calibration this process's judges use: version is the store's version of "
+            "one serve --store fitted (VEREDITO_CALIBRATION=<serve's /v1/calibration URL>), "
+            "'none' for the shipped one or a file",
+            ["version"],
+            registry=r,
+        )
+        self._calibration_version: str | None = None
         # the counters whose label values start with (app, release)
         self._by_release = {
             id(m): m
             for m in (self.evaluations, self.claims, self.hallucinated, self.answers_by_category)
         }
+
+    def calibration_used(self, version: int | None) -> None:
+        """The calibration now in use: its series at 1, the previous one's removed."""
+        label = "none" if version is None else str(version)
+        with self._lock:
+            if self._calibration_version not in (None, label):
+                self.calibration_in_use.remove(self._calibration_version)
+            self.calibration_in_use.labels(label).set(1)
+            self._calibration_version = label
 
     def child(self, metric: Any, *values: str) -> Any:
         """``metric.labels(*values)``, cached: label look-ups are on every evaluation's path."""

@@ -25,6 +25,7 @@ from veredito.producer.triple import (
     partial_input,
     rejection,
 )
+from veredito.worker.calibration_feed import stamped
 from veredito.worker.confidence import hallucination_confidence
 from veredito.worker.errors import JudgeOutputInvalid, PermanentError, RetryableError
 from veredito.worker.judges.base import Judge
@@ -123,6 +124,8 @@ class Pipeline:
             if self.metrics is not None:
                 self.metrics.inflight.dec()
         info = judgement.info or info
+        if judgement.calibration is not None:  # the name and version that gave the confidences
+            info = stamped(info, judgement.calibration)
 
         judge_seconds = time.perf_counter() - started
         claims = judgement.claims or []

@@ -11,7 +11,10 @@ __all__ = ["count_categories", "is_hallucinated", "score_claims"]
 
 
 def score_claims(claims: Sequence[Claim]) -> float | None:
-    """``(grounded + 0.5 * partial) / number of claims``; ``None`` when there are no claims."""
+    """``(grounded + 0.5 * partial) / number of claims``; ``None`` when there are no claims.
+    Advice (``kind: "advice"``, spec §17) is not a claim of fact and is not counted; an answer
+    of advice only scores as one with no claims."""
+    claims = [c for c in claims if c.kind != "advice"]
     if not claims:
         return None
     grounded = sum(1 for c in claims if c.verdict == "grounded")

@@ -325,7 +325,33 @@ class Settings(BaseSettings):
     calibration: str | None = Field(
         default=None,
         description="a calibration file (veredito calibrate --fit … --out FILE) the judges' "
-        "confidences come from; default the one shipped in the package",
+        "confidences come from, or the http(s) URL of serve's GET /v1/calibration (fetched at "
+        "start, then polled); default the one shipped in the package",
+    )
+    calibration_token: SecretStr | None = Field(
+        default=None,
+        description="the bearer token (a read token of every app) sent to VEREDITO_CALIBRATION "
+        "when it is a URL",
+    )
+    calibration_poll: float = Field(
+        default=60.0,
+        gt=0,
+        description="seconds between asking VEREDITO_CALIBRATION's URL for a new calibration",
+    )
+    refit: bool = Field(
+        default=True,
+        description="serve --store: refit the calibration from reviewers' labels (off disables)",
+    )
+    refit_min_labels: int = Field(
+        default=200,
+        ge=1,
+        description="serve --store: labelled answers since the last fit before a new one",
+    )
+    refit_interval: float = Field(
+        default=300.0,
+        gt=0,
+        description="serve --store: seconds between checks for a refit (and the calibration "
+        "gauges' refresh)",
     )
     alert_confidence: float = Field(
         default=0.8,

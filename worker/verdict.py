@@ -50,6 +50,17 @@ class Claim(_Model):
     # spec §17: the calibrated probability that this verdict is right (a hallucination really is
     # one; a grounded claim really is supported); None when no calibration applied
     confidence: float | None = None
+    # "advice": a recommendation, courtesy or talk about the answer itself, not a claim of fact
+    # (spec §17): not counted in the score; None (omitted) for a claim of fact
+    kind: Literal["advice"] | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_kind(self, handler: Any) -> dict[str, Any]:
+        """``kind`` only on advice (a claim of fact keeps spec §6's shape)."""
+        data: dict[str, Any] = handler(self)
+        if data.get("kind") is None:
+            data.pop("kind", None)
+        return data
 
     @property
     def supported(self) -> bool:
@@ -94,13 +105,16 @@ class JudgeInfo(_Model):
     # which calibration gave the confidences: "default" (shipped, fitted on the project's
     # labelled sets), "prior" (the LLM judge's documented prior) or a fitted file's name
     calibration: str | None = None
+    # the store's version of that calibration when serve --store fitted it (issue 30: the judges
+    # follow VEREDITO_CALIBRATION=<serve's /v1/calibration URL>); None for the shipped one or a file
+    calibration_version: int | None = None
 
     @model_serializer(mode="wrap")
     def _without_fallback(self, handler: Any) -> dict[str, Any]:
-        """``fallback_reason`` and ``calibration`` only when there is one (spec §6 keeps its
-        shape)."""
+        """``fallback_reason``, ``calibration`` and ``calibration_version`` only when there is
+        one (spec §6 keeps its shape)."""
         data: dict[str, Any] = handler(self)
-        for name in ("fallback_reason", "calibration"):
+        for name in ("fallback_reason", "calibration", "calibration_version"):
             if data.get(name) is None:
                 data.pop(name, None)
         return data

@@ -408,7 +408,49 @@ RELEASE_PANELS: list[tuple[str, str, str, list[tuple[str, str]], int]] = [
         24,
     ),
 ]
+# The calibration that refits itself from reviewers' labels (issue 30): serve --store's gauges of
+# the current version and its held-out figures (max: one series whatever the number of serve
+# replicas), and which version the workers judge with.
+CALIBRATION_ROW = "Calibration: refitted from reviewers' labels"
+CALIBRATION_IN_USE = "Calibration in use: version and held-out ECE, log loss"
+CALIBRATION_WORKERS = "Workers by calibration version"
+CALIBRATION_PANELS: list[tuple[str, str, str, list[tuple[str, str]], int]] = [
+    (
+        CALIBRATION_IN_USE,
+        "timeseries",
+        "short",
+        [
+            ("max(veredito_calibration_version)", "version"),
+            ("max(veredito_calibration_held_out_ece)", "held-out ECE"),
+            ("max(veredito_calibration_held_out_log_loss)", "held-out log loss"),
+            (
+                "sum by (outcome) (increase(veredito_calibration_refits_total[1h]))",
+                "refits {{outcome}} (1h)",
+            ),
+        ],
+        12,
+    ),
+    (
+        CALIBRATION_WORKERS,
+        "timeseries",
+        "short",
+        [("count by (version) (veredito_calibration_in_use == 1)", "version {{version}}")],
+        12,
+    ),
+]
 DESCRIPTIONS = {
+    CALIBRATION_IN_USE: (
+        "The calibration serve --store serves (GET /v1/calibration): its version (0: none fitted "
+        "yet, the shipped one), and its log loss and expected calibration error on the uniform "
+        "slice's held-out quarter when it was fitted; refits adopted and rejected. A refit is "
+        "adopted only when its held-out log loss is lower and its ECE not higher; "
+        "veredito calibrate --rollback VERSION makes an older one current."
+    ),
+    CALIBRATION_WORKERS: (
+        "How many worker processes judge with each calibration version (VEREDITO_CALIBRATION="
+        "serve's /v1/calibration URL, polled every VEREDITO_CALIBRATION_POLL seconds); 'none' "
+        "is the shipped calibration or a file. During a change both versions show for a poll."
+    ),
     SURE_BY_APP: (
         "Share of the app's judged answers with a hallucination the judge is confident of: "
         "hallucination_confidence at least the worker's VEREDITO_ALERT_CONFIDENCE (0.8). "
@@ -564,8 +606,12 @@ def dashboard() -> dict[str, Any]:
     panels += review
     first = len(PANELS) + len(REVIEW_PANELS) + 3
     panels.append(row(first, RELEASE_ROW, y))
-    releases, _ = grid(RELEASE_PANELS, first + 1, y + 1)
+    releases, y = grid(RELEASE_PANELS, first + 1, y + 1)
     panels += releases
+    first += len(RELEASE_PANELS) + 1
+    panels.append(row(first, CALIBRATION_ROW, y))
+    calibration, _ = grid(CALIBRATION_PANELS, first + 1, y + 1)
+    panels += calibration
     return {
         "uid": "veredito-main",
         "title": "veredito — RAG hallucinations",
@@ -596,5 +642,5 @@ def dashboard() -> dict[str, Any]:
 if __name__ == "__main__":
     path = Path(__file__).parent / "dashboards" / "veredito.json"
     path.write_text(json.dumps(dashboard(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    count = len(PANELS) + len(REVIEW_PANELS) + len(RELEASE_PANELS) + 1
-    print(f"{count} panels and two rows -> {path}")
+    count = len(PANELS) + len(REVIEW_PANELS) + len(RELEASE_PANELS) + len(CALIBRATION_PANELS) + 1
+    print(f"{count} panels and three rows -> {path}")

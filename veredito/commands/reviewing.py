@@ -22,6 +22,8 @@ def calibrate(args: argparse.Namespace, settings: Settings) -> int:
     from veredito.worker.calibrate import LabelledSetError, calibrate
     from veredito.worker.judges import JudgeNotConfigured
 
+    if args.rollback is not None or args.list:
+        return _stored_calibrations(args)
     if args.fit:
         return _fit(args, settings)
     if args.from_store:
@@ -73,6 +75,71 @@ def _open_sql(url: str) -> Any:
     return store
 
 
+def _stored_calibrations(args: argparse.Namespace) -> int:
+    """``calibrate --list`` and ``calibrate --rollback VERSION``, on ``--store URL``."""
+    from veredito.store.calibrations import UnknownVersion
+    from veredito.worker.confidence import CalibrationError, parse_calibration
+
+    if not args.store:
+        print("veredito: --rollback and --list need --store URL", file=sys.stderr)
+        return 2
+    store = _open_sql(args.store)
+    if store is None:
+        return 2
+    try:
+        if args.rollback is not None:
+            found = store.calibration(args.rollback)
+            if found is None:
+                known = ", ".join(str(c["version"]) for c in store.calibrations(20)) or "none"
+                print(
+                    f"veredito: no stored calibration has version {args.rollback} "
+                    f"(stored: {known})",
+                    file=sys.stderr,
+                )
+                return 2
+            try:
+                parse_calibration(found["body"], f"version {args.rollback}")
+            except CalibrationError as exc:
+                print(f"veredito: version {args.rollback} cannot be used: {exc}", file=sys.stderr)
+                return 2
+            try:
+                store.set_current_calibration(args.rollback, "rollback")
+            except UnknownVersion:
+                print(f"veredito: no stored calibration has version {args.rollback}",
+                      file=sys.stderr)  # fmt: skip
+                return 2
+            log.info("calibration version %d is current (rollback)", args.rollback)
+            print(f"calibration version {args.rollback} is current")
+            return 0
+        print(_calibrations_table(store.calibrations()), end="")
+        return 0
+    finally:
+        store.close()
+
+
+def _calibrations_table(rows: list[dict[str, Any]]) -> str:
+    def num(value: Any) -> str:
+        return "-" if value is None else f"{value:.4f}"
+
+    lines = [
+        f"{'version':>7}  {'created':<20} {'adopted':<8}{'log loss':>9}{'ECE':>8}"
+        f"{'vs log loss':>12}{'vs ECE':>8}{'labelled':>9}{'held out':>9}  current"
+    ]
+    for row in rows:
+        f = row["figures"]
+        mine, theirs = f.get("candidate", {}), f.get("compared_with", {})
+        lines.append(
+            f"{row['version']:>7}  {row['created_at'][:19]:<20} "
+            f"{'yes' if row['adopted'] else 'no':<8}{num(mine.get('log_loss')):>9}"
+            f"{num(mine.get('ece')):>8}{num(theirs.get('log_loss')):>12}"
+            f"{num(theirs.get('ece')):>8}{f.get('labels', {}).get('answers', 0):>9}"
+            f"{f.get('held_out', {}).get('claims', 0):>9}  {'*' if row['current'] else ''}"
+        )
+    if not rows:
+        lines.append("(none yet: the judges use the shipped calibration)")
+    return "\n".join(lines) + "\n"
+
+
 def _calibrate_from_store(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
@@ -99,10 +166,26 @@ def _calibrate_from_store(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _labelled_sets(paths: list[str], option: str) -> list[dict[str, Any]] | int:
+    """The records of labelled sets (spec §12), or the exit code after saying what is wrong."""
+    from veredito.worker.calibrate import LabelledSetError, load_labelled
+
+    records: list[dict[str, Any]] = []
+    for path in paths:
+        try:
+            records += load_labelled(path)
+        except OSError as exc:
+            print(f"veredito: cannot read {path}: {exc.strerror}", file=sys.stderr)
+            return 3
+        except LabelledSetError as exc:
+            print(f"veredito: {option}{path}: {exc}", file=sys.stderr)
+            return 2
+    return records
+
+
 def _fit(args: argparse.Namespace, settings: Settings) -> int:
     import json
 
-    from veredito.worker.calibrate import LabelledSetError, load_labelled
     from veredito.worker.fitting import (
         fit_calibration,
         llm_examples,
@@ -138,25 +221,24 @@ def _fit(args: argparse.Namespace, settings: Settings) -> int:
             store.close()
         sources.append("store")
     else:
-        for path in args.labelled:
-            try:
-                records += load_labelled(path)
-            except OSError as exc:
-                print(f"veredito: cannot read {path}: {exc.strerror}", file=sys.stderr)
-                return 3
-            except LabelledSetError as exc:
-                print(f"veredito: {path}: {exc}", file=sys.stderr)
-                return 2
-            sources.append(Path(path).name)
+        loaded = _labelled_sets(args.labelled, "")
+        if isinstance(loaded, int):
+            return loaded
+        records += loaded
+        sources += [Path(path).name for path in args.labelled]
     if not records:
         print("veredito: no labelled answers to fit on", file=sys.stderr)
         return 2
+    evidence = _labelled_sets(getattr(args, "evidence", None) or [], "--evidence ")
+    if isinstance(evidence, int):
+        return evidence
     try:
         body = fit_calibration(
             rules_examples(records),
             llm_examples(records, verdicts) if verdicts else None,
             args.name or Path(args.out).stem,
             sources,
+            rules_examples(evidence),
         )
     except RuntimeError as exc:
         print(f"veredito: {exc}", file=sys.stderr)
@@ -201,8 +283,8 @@ def labels(args: argparse.Namespace, settings: Settings) -> int:
     written = 0
     partial = target.with_name(target.name + ".partial")
     with partial.open("w", encoding="utf-8") as out:
-        for verdict, rows, key in reviewed:
-            if args.slice == "uniform" and key >= settings.review_sample:
+        for verdict, rows, in_slice in reviewed:
+            if args.slice == "uniform" and not in_slice:  # as recorded when it was labelled
                 continue
             out.write(json.dumps(labelled_record(verdict, rows), ensure_ascii=False) + "\n")
             written += 1

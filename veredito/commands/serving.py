@@ -107,6 +107,9 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
             alert_confidence=settings.alert_confidence,
             releases_kept=settings.releases_kept,
             release_min_answers=settings.release_min_answers,
+            refit=settings.refit,
+            refit_min_labels=settings.refit_min_labels,
+            refit_interval=settings.refit_interval,
         )
         review.limits = WriteLimits(settings.review_rate, settings.review_burst)
         review.max_submissions = settings.review_max_submissions

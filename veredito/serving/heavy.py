@@ -19,7 +19,7 @@ import importlib
 import multiprocessing
 import os
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -69,6 +69,12 @@ class HeavyPool:
         self.start()
         assert self._pool is not None
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+
+    def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
+        """The same from a thread (a background job that waits on it there, not on the loop)."""
+        self.start()
+        assert self._pool is not None
+        return self._pool.submit(fn, *args)
 
     def close(self) -> None:
         if self._pool is not None:

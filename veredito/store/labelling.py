@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from veredito.labels import Label, collector_paused
+from veredito.labels import DEFAULT_SHARE, Label, collector_paused
 from veredito.store.base import (
     Filters,
     marks,
@@ -70,27 +70,32 @@ class LabelQueries:
         labels: Sequence[Label],
         *,
         max_submissions: int | None = None,
+        share: float = DEFAULT_SHARE,
     ) -> dict[str, Any] | None:
         """Append one submission's labels; the stored submission, or None when the store has no
         verdict (app, id). One transaction: all its rows or none. With ``max_submissions``,
         :class:`TooManySubmissions` when the reviewer already gave the answer that many (the
-        verdict's row is locked meanwhile on PostgreSQL; SQLite writes one at a time)."""
+        verdict's row is locked meanwhile on PostgreSQL; SQLite writes one at a time). Each row
+        records ``uniform``: whether the answer is in the uniform slice of ``share`` (serve's
+        ``VEREDITO_REVIEW_SAMPLE``) now, which is what the agreement later reads."""
         submission = uuid.uuid4().hex
         created = timestamp(datetime.now(UTC))
-        rows = [
-            (submission, app, verdict_id, label.kind, label.claim_idx, reviewer, created,
-             label.correct, label.verdict, label.category, label.text, label.hallucinated,
-             label.note)
-            for label in labels
-        ]  # fmt: skip
         with self._using() as conn, self._tx(conn):
             lock = " FOR UPDATE" if self.dialect == "postgresql" else ""
             found = conn.execute(
-                self.sql(f"SELECT 1 FROM verdicts WHERE app = %s AND id = %s{lock}"),
+                self.sql(f"SELECT sample_key FROM verdicts WHERE app = %s AND id = %s{lock}"),
                 (app, verdict_id),
             ).fetchone()
             if found is None:
                 return None
+            key = float(found[0]) if found[0] is not None else sample_key(app, verdict_id)
+            uniform = key < share
+            rows = [
+                (submission, app, verdict_id, label.kind, label.claim_idx, reviewer, created,
+                 label.correct, label.verdict, label.category, label.text, label.hallucinated,
+                 label.note, uniform)
+                for label in labels
+            ]  # fmt: skip
             if max_submissions is not None:
                 given = conn.execute(
                     self.sql(
@@ -101,7 +106,7 @@ class LabelQueries:
                 ).fetchone()[0]
                 if int(given) >= max_submissions:
                     raise TooManySubmissions(max_submissions)
-            insert = self.sql(f"INSERT INTO labels ({_LABEL_COLUMNS}) VALUES ({marks(13)})")
+            insert = self.sql(f"INSERT INTO labels ({_LABEL_COLUMNS}) VALUES ({marks(14)})")
             if self.dialect == "sqlite":
                 conn.executemany(insert, rows)
             else:
@@ -125,7 +130,7 @@ class LabelQueries:
         times: dict[Any, str] = {}  # a submission's rows share one created_at: format it once
         for row in found:
             item = dict(zip(_LABEL_KEYS, row, strict=True))
-            for key in ("correct", "hallucinated"):
+            for key in ("correct", "hallucinated", "uniform"):
                 item[key] = self._bool_out(item[key])
             created = item["created_at"]
             text = times.get(created)
@@ -257,9 +262,10 @@ class LabelQueries:
 
     def labelled(
         self, filters: Filters, judge: str | None = None
-    ) -> list[tuple[dict[str, Any], list[dict[str, Any]], float]]:
-        """(verdict, its label rows, sample key) of every labelled answer the filters keep
-        (``judge``: the verdict's judge kind, llm or rules)."""
+    ) -> list[tuple[dict[str, Any], list[dict[str, Any]], bool]]:
+        """(verdict, its label rows, uniform) of every labelled answer the filters keep
+        (``judge``: the verdict's judge kind, llm or rules). ``uniform``: whether the answer was
+        in the uniform slice when it was first labelled (its first label's recorded flag)."""
         where, params = self._where(filters)
         if judge is not None:
             where.append("v.judge_kind = %s")
@@ -268,9 +274,7 @@ class LabelQueries:
         clause = " AND ".join([*where, has_labels])
         with collector_paused(), self._using() as conn:
             verdicts = conn.execute(
-                self.sql(
-                    f"SELECT v.app, v.id, v.body, v.sample_key FROM verdicts v WHERE {clause}"
-                ),
+                self.sql(f"SELECT v.app, v.id, v.body FROM verdicts v WHERE {clause}"),
                 params,
             ).fetchall()
             # the join keeps labelled answers only: no EXISTS (PostgreSQL planned it as a second
@@ -284,17 +288,19 @@ class LabelQueries:
             by_answer: dict[tuple[str, str], list[dict[str, Any]]] = {}
             for row in rows:
                 by_answer.setdefault((row["app"], row["verdict_id"]), []).append(row)
-            return [
-                (self._body(body), by_answer.get((app, verdict_id), []),
-                 float(key) if key is not None else sample_key(app, verdict_id))
-                for app, verdict_id, body, key in verdicts
-            ]  # fmt: skip
+            out = []
+            for app, verdict_id, body in verdicts:
+                mine = by_answer.get((app, verdict_id), [])
+                first = min(mine, key=lambda r: int(r["id"])) if mine else None
+                out.append((self._body(body), mine, bool(first and first["uniform"])))
+            return out
 
     def labelled_keys(
         self, filters: Filters, judge: str | None = None
-    ) -> list[tuple[str, str, float, int, int]]:
-        """(app, id, sample key, newest label id, label rows) of every labelled answer the
-        filters keep: enough to tell which answers' labels changed since last asked."""
+    ) -> list[tuple[str, str, bool, int, int]]:
+        """(app, id, uniform, newest label id, label rows) of every labelled answer the filters
+        keep: enough to tell which answers' labels changed since last asked (``uniform`` as in
+        :meth:`labelled`: the first label's recorded flag)."""
         where, params = self._where(filters)
         if judge is not None:
             where.append("v.judge_kind = %s")
@@ -303,16 +309,17 @@ class LabelQueries:
         with self._using() as conn:
             found = conn.execute(
                 self.sql(
-                    "SELECT v.app, v.id, v.sample_key, MAX(l.id), COUNT(*) FROM verdicts v "
+                    "SELECT v.app, v.id, MIN(l.id), MIN(CASE WHEN l.uniform THEN l.id END), "
+                    "MAX(l.id), COUNT(*) FROM verdicts v "
                     f"JOIN labels l ON l.app = v.app AND l.verdict_id = v.id {clause} "
-                    "GROUP BY v.app, v.id, v.sample_key"
+                    "GROUP BY v.app, v.id"
                 ),
                 params,
             ).fetchall()
         return [
-            (str(app), str(verdict_id),
-             float(key) if key is not None else sample_key(app, verdict_id), int(last), int(n))
-            for app, verdict_id, key, last, n in found
+            (str(app), str(verdict_id), first_uniform is not None and first_uniform == first,
+             int(last), int(n))
+            for app, verdict_id, first, first_uniform, last, n in found
         ]  # fmt: skip
 
     def labelled_answers(
@@ -459,7 +466,7 @@ class LabelQueries:
 LOW_CONFIDENCE = (0.35, 0.75)
 _LABEL_COLUMNS = (
     "submission, app, verdict_id, kind, claim_idx, reviewer, created_at, correct, verdict, "
-    "category, text, hallucinated, note"
+    "category, text, hallucinated, note, uniform"
 )
 _LABEL_COLUMNS_L = ", ".join(f"l.{c.strip()}" for c in _LABEL_COLUMNS.split(","))
 _LABEL_KEYS = ("id", *(c.strip() for c in _LABEL_COLUMNS.split(",")))

@@ -17,8 +17,10 @@ import binascii
 import json
 import logging
 import re
+import select
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -39,6 +41,7 @@ from veredito.store.base import (
     sample_key,
     timestamp,
 )
+from veredito.store.calibrations import CalibrationQueries
 from veredito.store.labelling import LabelQueries
 from veredito.store.releases import ReleaseQueries
 
@@ -51,6 +54,16 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+# a thread's connection idle longer than this (seconds) proves it works before it is used
+IDLE_CHECK = 30.0
+
+
+def psycopg_errors() -> type[BaseException]:
+    import psycopg
+
+    return psycopg.Error
+
 
 _FILE = re.compile(r"^(\d{4})_(\w+)\.sql$")
 _VERDICT_COLUMNS = (
@@ -115,7 +128,7 @@ class AmbiguousId(LookupError):
         self.apps = apps
 
 
-class SQLStore(LabelQueries, ReleaseQueries):
+class SQLStore(LabelQueries, ReleaseQueries, CalibrationQueries):
     """Shared by both dialects; subclasses say how to connect and how to insert a batch."""
 
     dialect = ""
@@ -144,12 +157,34 @@ class SQLStore(LabelQueries, ReleaseQueries):
 
     def _conn(self) -> Any:
         conn = getattr(self._local, "conn", None)
+        now = time.monotonic()
+        if conn is not None and (
+            self.spoke(conn) or now - getattr(self._local, "used", now) > IDLE_CHECK
+        ):
+            # the server said something while the connection was idle (it ends a backend with
+            # an error before closing it), or it has been idle a while (the server may have
+            # restarted since): one round trip proves it, or a new one is made, instead of a
+            # 503 for the first request each thread serves after an outage
+            try:
+                self.probe(conn)
+            except self.unavailable_errors():
+                self._drop()
+                conn = None
         if conn is None:
             conn = self.connect()
             self._local.conn = conn
             with self._lock:
                 self._all.append(conn)
+        self._local.used = now
         return conn
+
+    def probe(self, conn: Any) -> None:
+        """Raise one of :meth:`unavailable_errors` when ``conn`` no longer works (nothing for a
+        file database)."""
+
+    def spoke(self, conn: Any) -> bool:
+        """Has the server sent something on idle ``conn`` (no system call for a file database)?"""
+        return False
 
     def _drop(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -498,6 +533,18 @@ class PostgresStore(SQLStore):
                 "postgresql:// needs psycopg: pip install 'veredito[postgres]'"
             ) from None
         return psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+
+    def probe(self, conn: Any) -> None:
+        conn.execute("SELECT 1")  # autocommit: no transaction is left open
+
+    def spoke(self, conn: Any) -> bool:
+        # an idle connection that LISTENs to nothing has nothing to read unless the server ended
+        # it ("terminating connection due to administrator command") or closed the socket
+        try:
+            readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
+        except (OSError, ValueError, AttributeError, psycopg_errors()):
+            return True
+        return bool(readable)
 
     def unavailable_errors(self) -> tuple[type[BaseException], ...]:
         import psycopg

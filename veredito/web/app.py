@@ -31,6 +31,7 @@ from veredito.producer.serve import (
 from veredito.serving.heavy import HEAVY, HeavyPool
 from veredito.serving.release_gauges import ReleaseGauges
 from veredito.store import StoreUnavailable
+from veredito.web.calibrations import CalibrationMetrics
 from veredito.web.labels import openapi_paths
 from veredito.web.reading import REVIEW, BadParameter, Review
 from veredito.web.render import _store_away_page
@@ -176,6 +177,7 @@ def make_app(
         review.release_gauges = ReleaseGauges(
             app[STATE].metrics.registry, min_answers=review.release_min_answers
         )
+        review.calibration_metrics = CalibrationMetrics(app[STATE].metrics.registry)
         add_routes(app, review)
     app.router.add_get("/healthz", healthz, allow_head=True)
     app.router.add_get("/readyz", readyz, allow_head=True)

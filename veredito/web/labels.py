@@ -89,7 +89,9 @@ def _json(status: int, payload: dict[str, Any]) -> web.Response:
     return web.json_response(payload, status=status)
 
 
-def _store_away() -> web.Response:
+def _store_away(exc: StoreUnavailable | None = None) -> web.Response:
+    if exc is not None:  # the driver's message names the host and database, never a secret
+        log.warning("the store cannot be reached for labels (%s)", exc)
     return _json(503, _error("store_unavailable", "the verdict store cannot be reached"))
 
 
@@ -153,10 +155,11 @@ async def post_labels(request: web.Request) -> web.Response:
     body = await read_label_body(request)
     try:
         status, payload = await _call(
-            request, submit, review.store, reviewer, app, verdict_id, body, review.max_submissions
-        )
-    except StoreUnavailable:
-        return _store_away()
+            request, submit, review.store, reviewer, app, verdict_id, body,
+            review.max_submissions, review.sample_share,
+        )  # fmt: skip
+    except StoreUnavailable as exc:
+        return _store_away(exc)
     if status == 201:
         review.metrics.labels.labels(str(payload["app"])).inc(
             len(payload["claims"]) + len(payload["missed"])
@@ -234,8 +237,8 @@ async def _labels_read(request: web.Request, view: Any, *extra: Any) -> web.Resp
     store = request.app[REVIEW].store
     try:
         status, payload = await _call(request, view, store, app, verdict_id, grant.app, *extra)
-    except StoreUnavailable:
-        return _store_away()
+    except StoreUnavailable as exc:
+        return _store_away(exc)
     return _json(status, payload)
 
 
@@ -266,8 +269,8 @@ async def review_next(request: web.Request) -> web.Response:
                 reviewer.name, app, share=review.sample_share, teach_every=review.teach_every
             ),
         )
-    except StoreUnavailable:
-        return _store_away()
+    except StoreUnavailable as exc:
+        return _store_away(exc)
     if found is None:
         return web.Response(status=204)
     return _json(200, {"app": found[0], "id": found[1], "reason": found[2]})
@@ -293,8 +296,8 @@ async def get_agreement(request: web.Request) -> web.Response:
             review.sample_share,
             review.agreements,
         )
-    except StoreUnavailable:
-        return _store_away()
+    except StoreUnavailable as exc:
+        return _store_away(exc)
     return _json(200, result)
 
 

@@ -559,7 +559,7 @@ async def post_labels(request: web.Request) -> web.Response:
     try:
         status, payload = await _call(
             request, submit, review.store, reviewer, app, verdict_id, body,
-            review.max_submissions,
+            review.max_submissions, review.sample_share,
         )  # fmt: skip
     except StoreUnavailable:
         return pages._store_away_page()

@@ -59,6 +59,11 @@ class Review:
     max_submissions: int | None = 20  # a reviewer's submissions of one answer
     metrics: ReviewMetrics = field(default_factory=lambda: ReviewMetrics(CollectorRegistry()))
     agreements: AgreementCache = field(default_factory=lambda: AgreementCache())
+    # issue 30: the calibration refit from the labels (VEREDITO_REFIT, _MIN_LABELS, _INTERVAL)
+    refit: bool = False
+    refit_min_labels: int = 200
+    refit_interval: float = 300.0
+    calibration_metrics: Any = None  # veredito.web.calibrations.CalibrationMetrics
 
 
 REVIEW: web.AppKey[Review] = web.AppKey("review")
@@ -218,8 +223,10 @@ def add_refresh(
     what: str,
     refresh: Callable[[Review], Callable[[], Any]],
     enabled: Callable[[Review], bool] = lambda review: True,
+    every: Callable[[Review], float] = lambda review: review.refresh_seconds,
 ) -> None:
-    """Run ``refresh(review)()`` in the store's threads every ``refresh_seconds``, from serve's
+    """Run ``refresh(review)()`` in the store's threads every ``every(review)`` seconds
+    (``refresh_seconds`` unless told), from serve's
     start to its shutdown (gauges computed from the store: ``what`` names them in the log). A
     store away is a WARNING, any other failure an ERROR naming only its type: a gauge never
     takes the server down. Shutdown waits for a refresh in flight before the store closes (a
@@ -239,7 +246,7 @@ def add_refresh(
             except Exception as exc:  # the gauges must never take the server down
                 log.error("refreshing the %s failed (%s)", what, type(exc).__name__)
                 log.debug("the failure", exc_info=True)
-            await asyncio.sleep(review.refresh_seconds)
+            await asyncio.sleep(every(review))
 
     async def start(app: web.Application) -> None:
         if enabled(app[REVIEW]):

@@ -208,6 +208,8 @@ def _claims_view(verdict: dict[str, Any]) -> tuple[list[Any], list[dict[str, Any
                 "confidence": _probability(claim.get("confidence")),
                 "in_answer": index in spans,
                 "cited": cited,
+                # spec §17: a recommendation or courtesy, shown apart from the claims of fact
+                "advice": claim.get("kind") == "advice",
             }
         )
     return segments(answer, spans) if answer else [], views, bool(given)

@@ -6,6 +6,8 @@ Routes (mounted when ``serve`` is given a store):
   ``&cursor=&limit=`` newest first, keyset pagination (``next_cursor``); ``GET /v1/verdicts/{id}``;
   ``GET /v1/stats?app=&since=&until=`` (answers, hallucinated, by status, category and verdict).
 - ``GET /v1/releases``, ``GET /v1/compare``: releases compared (:mod:`veredito.web.releases`).
+- ``GET /v1/calibration``, ``GET /v1/calibrations``: the calibration refitted from the labels
+  (:mod:`veredito.web.calibrations`).
 - ``GET /`` the list with its filters and counts, ``GET /verdicts/{id}`` one answer with its
   claims highlighted, ``GET /static/review.css``, ``GET /static/review.js``;
 - the reviewers' sign-in, labelling forms and queue: :mod:`veredito.web.page_labels`.
@@ -40,6 +42,8 @@ from veredito.store import StoreUnavailable
 from veredito.store.sql import AmbiguousId
 from veredito.web import page_labels
 from veredito.web import session as sessions
+from veredito.web.calibrations import CALIBRATION_ROUTES, add_calibration_routes
+from veredito.web.calibrations import openapi_paths as calibration_paths
 from veredito.web.labels import LABEL_ROUTES, add_label_routes
 from veredito.web.reading import (
     MAX_LIMIT,
@@ -75,7 +79,14 @@ __all__ = ["API_ROUTES", "PAGE_ROUTES", "add_routes", "openapi_part"]
 
 log = logging.getLogger(__name__)
 
-API_ROUTES = ("/v1/verdicts", "/v1/verdicts/{id}", "/v1/stats", *LABEL_ROUTES, *RELEASE_ROUTES)
+API_ROUTES = (
+    "/v1/verdicts",
+    "/v1/verdicts/{id}",
+    "/v1/stats",
+    *LABEL_ROUTES,
+    *RELEASE_ROUTES,
+    *CALIBRATION_ROUTES,
+)
 PAGE_ROUTES = (
     "/",
     "/verdicts/{id}",
@@ -333,6 +344,7 @@ def add_routes(app: web.Application, review: Review) -> None:
     page_labels.add_page_label_routes(app)
     add_label_routes(app)
     add_release_routes(app)
+    add_calibration_routes(app)
 
     async def close(_: web.Application) -> None:
         review.executor.shutdown(wait=False)
@@ -482,6 +494,7 @@ def openapi_part() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         },
         **page_labels.openapi_paths(),
         **openapi_paths(param, errors, security),
+        **calibration_paths(param, errors, security),
     }
     count = {"type": "integer", "minimum": 0}
     schemas = {

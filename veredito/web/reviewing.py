@@ -19,6 +19,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from veredito.labels import (
+    DEFAULT_SHARE,
     LabelError,
     agreement,
     agreement_from,
@@ -198,7 +199,7 @@ class AgreementCache:
         self._shares: dict[tuple[str, str], tuple[int, Tally[tuple[str, ...]]]] = {}
 
     def shares(
-        self, store: SQLStore, keys: list[tuple[str, str, float, int, int]]
+        self, store: SQLStore, keys: list[tuple[str, str, bool, int, int]]
     ) -> dict[tuple[str, str], Tally[tuple[str, ...]]]:
         with self._lock:
             known = {k: v for k, v in self._shares.items()}
@@ -227,14 +228,18 @@ def agreement_of(
     cache: AgreementCache | None = None,
 ) -> dict[str, Any]:
     """The agreement of spec §16: the uniform slice's figures, and the other labels apart.
-    With ``cache``, each answer's share is computed once per new label (serve keeps one)."""
+    Which answers are the uniform slice's is what their labels recorded when they were given
+    (schema 8), not ``share``: the API, ``calibrate --from-store`` and ``labels export`` agree
+    whatever the caller's ``VEREDITO_REVIEW_SAMPLE``; ``share`` is only reported (the share new
+    labels are recorded with, on serve). With ``cache``, each answer's share is computed once
+    per new label (serve keeps one)."""
     if cache is None:  # a one-off (calibrate --from-store): one pass over every answer
         uniform_: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
         chosen_: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
         label_rows = 0
         with collector_paused():
-            for verdict, labels, key in store.labelled(filters, judge):
-                into = uniform_ if key < share else chosen_
+            for verdict, labels, in_slice in store.labelled(filters, judge):
+                into = uniform_ if in_slice else chosen_
                 into[0].append(labelled_record(verdict, labels))
                 into[1].append(verdict)
                 label_rows += len(labels)
@@ -249,11 +254,11 @@ def agreement_of(
     chosen: Tally[tuple[str, ...]] = Tally()
     counted = {"uniform": 0, "chosen": 0}
     rows = 0
-    for app, verdict_id, key, _, label_count in keys:
+    for app, verdict_id, in_slice, _, label_count in keys:
         part = shares.get((app, verdict_id))
         if part is None:
             continue
-        slice_ = "uniform" if key < share else "chosen"
+        slice_ = "uniform" if in_slice else "chosen"
         (uniform if slice_ == "uniform" else chosen).update(part)
         counted[slice_] += 1
         rows += label_count
@@ -308,9 +313,11 @@ def submit(
     verdict_id: str,
     body: Any,
     max_submissions: int | None = None,
+    share: float = DEFAULT_SHARE,
 ) -> tuple[int, dict[str, Any]]:
     """Check and store one submission (from a worker thread): ``(status, answer)``. Everything
-    is checked before anything is written: a 4xx stores nothing."""
+    is checked before anything is written: a 4xx stores nothing. ``share``: serve's uniform
+    slice, recorded with each label (whether the answer is in it now)."""
     if reviewer.app is not None:
         if app is not None and app != reviewer.app:
             return 403, _error("forbidden", "this review token labels only its own app")
@@ -335,7 +342,7 @@ def submit(
     try:
         stored = store.add_labels(
             verdict_app, verdict_id, reviewer.name, submission.labels,
-            max_submissions=max_submissions,
+            max_submissions=max_submissions, share=share,
         )  # fmt: skip
     except TooManySubmissions as exc:
         return 409, _error(

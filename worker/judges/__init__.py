@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import threading
+from typing import TypeVar
+
 import aiohttp
 
-from veredito.worker.confidence import Calibration, default_calibration, load_calibration
+from veredito.worker.calibration_feed import CalibrationFeed
+from veredito.worker.confidence import (
+    Calibration,
+    calibration_version,
+    default_calibration,
+    is_calibration_url,
+    load_calibration,
+)
 from veredito.worker.judges.base import Judge, Judgement
 from veredito.worker.judges.crosscheck import ConfidenceJudge, CrossCheckedJudge
 from veredito.worker.judges.llm import LLMJudge
@@ -54,20 +64,59 @@ def build_spending(settings: Settings) -> Spending:
     if not budgets:
         return Spending(pricing)
     return Spending(
-        pricing, Budget(budgets, settings.marks_url), RulesJudge(calibration_of(settings))
+        pricing,
+        Budget(budgets, settings.marks_url),
+        _following(settings, RulesJudge(calibration_of(settings))),
     )
 
 
 _LOADED: dict[str, Calibration] = {}
+_FEEDS: dict[tuple[str, str | None], CalibrationFeed] = {}
+_FEEDS_LOCK = threading.Lock()
+
+
+def calibration_feed(settings: Settings) -> CalibrationFeed | None:
+    """The process's feed of ``VEREDITO_CALIBRATION`` when it names serve's calibration route
+    (an http(s) URL): started (fetched once, then polled) on first use; None for a file."""
+    if not is_calibration_url(settings.calibration):
+        return None
+    token = settings.calibration_token.get_secret_value() if settings.calibration_token else None
+    key = (str(settings.calibration), token)
+    with _FEEDS_LOCK:
+        feed = _FEEDS.get(key)
+        if feed is None:
+            feed = _FEEDS[key] = CalibrationFeed(
+                str(settings.calibration), token, settings.calibration_poll
+            )
+            feed.start()
+    return feed
 
 
 def calibration_of(settings: Settings) -> Calibration:
-    """``VEREDITO_CALIBRATION``'s file (loaded once), or the shipped calibration."""
+    """``VEREDITO_CALIBRATION``'s calibration: a file's (loaded once), serve's route's (the
+    current one of its feed: :func:`calibration_feed`), or the shipped calibration."""
     if not settings.calibration:
         return default_calibration()
+    feed = calibration_feed(settings)
+    if feed is not None:
+        return feed.current
     if settings.calibration not in _LOADED:
         _LOADED[settings.calibration] = load_calibration(settings.calibration)
     return _LOADED[settings.calibration]
+
+
+_J = TypeVar("_J")
+
+
+def _following(settings: Settings, judge: _J, metrics: Metrics | None = None) -> _J:
+    """``judge`` (whose ``calibration`` attribute the feed swaps, if there is one), and the
+    metrics told which calibration is in use."""
+    feed = calibration_feed(settings)
+    if feed is not None:
+        feed.follow(judge, metrics)
+    elif metrics is not None:
+        metrics.calibration_used(calibration_version(calibration_of(settings)))
+    return judge
 
 
 def build_judge(
@@ -83,7 +132,7 @@ def build_judge(
     (``veredito run``: say so at once)."""
     kind = settings.resolved_judge()
     if kind == "rules":
-        return RulesJudge(calibration_of(settings))
+        return _following(settings, RulesJudge(calibration_of(settings)), metrics)
     if not settings.llm_configured:
         raise JudgeNotConfigured(NO_LLM_MESSAGE)
     client = ChatClient(
@@ -117,4 +166,4 @@ def build_judge(
         judge = PseudonymisingJudge(judge)
     if settings.cross_check != "off":
         judge = CrossCheckedJudge(judge, settings.cross_check, metrics)
-    return ConfidenceJudge(judge, calibration_of(settings))
+    return _following(settings, ConfidenceJudge(judge, calibration_of(settings)), metrics)

@@ -7,10 +7,13 @@ the rules judge.  The pipeline takes a judge as a parameter and never knows whic
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from veredito.producer.triple import Triple
 from veredito.worker.verdict import Claim, Faithfulness, JudgeInfo, RuleFinding
+
+if TYPE_CHECKING:
+    from veredito.worker.confidence import Calibration
 
 __all__ = ["Judge", "Judgement"]
 
@@ -30,6 +33,9 @@ class Judgement:
     # what the rules' cross-check said of each claim: flag | grounded | silent (None: no
     # cross-check ran); the LLM judge's confidence rests on it (worker/confidence.py)
     rules_states: list[str] | None = None
+    # the calibration that gave the confidences (read once per judgement: a new one may be
+    # swapped in meanwhile); the pipeline stamps its name and version on the verdict
+    calibration: Calibration | None = None
 
 
 class Judge(Protocol):

@@ -12,10 +12,14 @@ from __future__ import annotations
 from typing import Literal
 
 from veredito.producer.triple import Triple
+from veredito.worker.calibration_feed import stamped
 from veredito.worker.confidence import Calibration, llm_features, rules_verdict_on
 from veredito.worker.judges.base import Judge, Judgement
 from veredito.worker.metrics import Metrics
 from veredito.worker.rules import check_texts
+from veredito.worker.rules.detectors import find_mentions
+from veredito.worker.rules.markdown import is_advice
+from veredito.worker.rules.text import digitise
 from veredito.worker.verdict import JudgeInfo, RuleFinding
 
 __all__ = ["ConfidenceJudge", "CrossCheckedJudge"]
@@ -74,6 +78,16 @@ class CrossCheckedJudge:
         return judgement
 
 
+def claim_is_advice(text: str, state: str) -> bool:
+    """An LLM judge's claim that is advice (:func:`~veredito.worker.rules.markdown.is_advice`):
+    the cross-check found nothing checkable in it (``silent``), or, without a cross-check,
+    the detectors find nothing in it."""
+    if state not in ("silent", "unknown"):
+        return False
+    mentions = 0 if state == "silent" else len(find_mentions(digitise(text)))
+    return is_advice(text, mentions)
+
+
 class ConfidenceJudge:
     """The LLM judge's confidences (spec §17): each claim's from its verdict, category and what
     the rules said of it (the cross-check's ``rules_states``; ``unknown`` without one). Claims
@@ -86,19 +100,23 @@ class ConfidenceJudge:
 
     @property
     def info(self) -> JudgeInfo:
-        return self._info
+        return stamped(self._info, self.calibration)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
     async def judge(self, triple: Triple) -> Judgement:
+        calibration = self.calibration  # once: a new one may be swapped in meanwhile
         judgement = await self._inner.judge(triple)
+        judgement.calibration = calibration
         states = judgement.rules_states
         for i, claim in enumerate(judgement.claims or []):
             if claim.confidence is not None:
                 continue
             state = states[i] if states is not None and i < len(states) else "unknown"
-            claim.confidence = self.calibration.confidence(
+            if claim_is_advice(claim.text, state):
+                claim.kind = "advice"
+            claim.confidence = calibration.confidence(
                 "llm", claim.verdict != "grounded", llm_features(claim, state)
             )
         return judgement

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 from veredito.producer.triple import Triple
-from veredito.worker.confidence import Calibration, default_calibration, rules_features
+from veredito.worker.calibration_feed import stamped
+from veredito.worker.confidence import Calibration, default_calibration, rules_feature_sets
 from veredito.worker.judges.base import Judgement
 from veredito.worker.rules import judge
 from veredito.worker.verdict import Claim, JudgeInfo, RuleFinding
@@ -27,13 +28,16 @@ class RulesJudge:
 
     @property
     def info(self) -> JudgeInfo:
-        return self._info
+        return stamped(self._info, self.calibration)
 
     async def aclose(self) -> None:
         return None
 
     async def judge(self, triple: Triple) -> Judgement:
-        return judge_triple(triple, self.calibration)
+        calibration = self.calibration  # once: a new one may be swapped in meanwhile
+        judgement = judge_triple(triple, calibration)
+        judgement.calibration = calibration
+        return judgement
 
 
 def judge_triple(triple: Triple, calibration: Calibration | None = None) -> Judgement:
@@ -50,8 +54,9 @@ def judge_triple(triple: Triple, calibration: Calibration | None = None) -> Judg
                 chunk_idx=judged.chunk_idx,
                 source="rules",
                 confidence=calibration.confidence(
-                    "rules", judged.verdict != "grounded", rules_features(judged)
+                    "rules", judged.verdict != "grounded", rules_feature_sets(judged)
                 ),
+                kind=judged.kind,  # type: ignore[arg-type]
             )
         )
         for check in judged.checks:
@@ -76,12 +81,18 @@ def judge_triple(triple: Triple, calibration: Calibration | None = None) -> Judg
 
 
 def _reasoning(claims: list[Claim], non_claims: int = 0) -> str:
+    advice = sum(1 for c in claims if c.kind == "advice")
+    claims = [c for c in claims if c.kind != "advice"]
     bad = Counter(c.category or "GENERICA" for c in claims if c.verdict != "grounded")
     skipped = (
         f" {non_claims} trecho(s) sem afirmação (títulos, fontes) não avaliado(s)."
         if non_claims
         else ""
     )
+    if advice:
+        skipped += (
+            f" {advice} recomendação(ões) ou cortesia(s), sem fato a verificar, não contada(s)."
+        )
     if not claims:
         return "Resposta sem afirmações verificáveis." + skipped
     if not bad:

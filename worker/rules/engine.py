@@ -40,7 +40,8 @@ from veredito.worker.rules.context import _chunk_text as _chunk_text  # where it
 from veredito.worker.rules.derive import Derivation, derive
 from veredito.worker.rules.detectors import Mention, detectors_for, find_mentions
 from veredito.worker.rules.laws import year_conflict
-from veredito.worker.rules.markdown import claims_of, clean
+from veredito.worker.rules.markdown import META as _META
+from veredito.worker.rules.markdown import claims_of, clean, is_advice
 from veredito.worker.rules.mention import Incomplete
 from veredito.worker.rules.places import implied_place
 from veredito.worker.rules.slots import Slot, same_slot, topic_overlap, wrong_slot
@@ -78,16 +79,6 @@ _ADVICE = re.compile(
     re.IGNORECASE,
 )
 
-_META = re.compile(
-    r"\b(?:n[aã]o\s+(?:[eé]\s+)?(?:informa|menciona|mencionad|diz|especifica|traz|cont[eé]m|"
-    r"apresenta|fala|consta|detalha|cita|esclarece|aborda|indica|encontrei|localizei|h[aá]\s+"
-    r"(?:informa|men[cç]|dados|detalhes|registro)|tenho\s+(?:essa|esta|a)?\s*informa|sei\b|"
-    r"est[aá]\s+(?:no|nos|na|nas|claro)|aparece|possuo|disp[oõ]e|encontra-se)|"
-    r"sem\s+informa[cç]|n[aã]o\s+foi\s+(?:poss[ií]vel|informad|mencionad|especificad))",
-    re.IGNORECASE,
-)
-
-
 _T = TypeVar("_T")
 
 
@@ -124,6 +115,9 @@ class ClaimJudgement:
     basis: str = "checks"
     support: float | None = None  # the lexical share, when it was computed
     words: int = 0  # distinct content stems
+    # "advice" (markdown.is_advice: a recommendation, courtesy, talk about the answer), never
+    # flagged nor counted in the score; None for a claim of fact
+    kind: str | None = None
 
 
 # Chunks whose clauses, tokens, stems and mentions stay cached: a RAG app retrieves the same
@@ -356,6 +350,19 @@ def judge_claim(
     return ClaimJudgement(text, "grounded", None, chunk, checks, **lexical)  # type: ignore[arg-type]
 
 
+def _advice(text: str, ctx: ContextIndex) -> ClaimJudgement:
+    """Advice (:func:`~veredito.worker.rules.markdown.is_advice`): neither flagged nor counted;
+    what it rests on is what :func:`judge_claim` would say of a grounded claim with nothing
+    checkable (``meta``, ``short`` or ``advice``)."""
+    stems = content_stems(text)
+    words = len(set(stems))
+    basis = "meta" if _META.search(text) else "short" if words < MIN_CONTENT_WORDS else "advice"
+    chunk = _best_chunk(stems, set(), ctx)
+    return ClaimJudgement(
+        text, "grounded", None, chunk, [], basis=basis, words=words, kind="advice"
+    )
+
+
 def judge_answer(
     answer: str, ctx: ContextIndex | Sequence[str], query: str = ""
 ) -> list[ClaimJudgement]:
@@ -374,7 +381,9 @@ def judge(answer: str, ctx: ContextIndex | Sequence[str], query: str = "") -> An
 
     def claims(index: ContextIndex) -> list[ClaimJudgement]:
         return [
-            judge_claim(sentence, index, mentions, digits)
+            _advice(sentence, index)
+            if is_advice(sentence, len(mentions))
+            else judge_claim(sentence, index, mentions, digits)
             for sentence, digits, mentions in zip(sentences, digitised, per_sentence, strict=True)
         ]
 

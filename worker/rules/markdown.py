@@ -7,6 +7,8 @@ quotes, links, and the debris of search-augmented chatbots: ``[1][4]`` markers, 
 pplx.ai/share`` footer. :func:`claims_of` gives the sentences to judge and how many pieces were
 dropped as non-claims (headings, source lists, footers, table rules): counted, never judged.
 :func:`clean` strips the inline debris from one claim (the cross-check reads the LLM's claims).
+:func:`is_advice` tells a claim of fact from advice: a recommendation, a generic evaluation,
+courtesy or talk about the answer itself (``kind: "advice"`` in the verdict, spec §17).
 
 Where the line breaks survive, a heading is its line. Some exports flatten the whole answer to
 one line (``# Critérios para Apresentar a DIRPF 2024 No Brasil, **estão…``); there the heading
@@ -18,9 +20,110 @@ from __future__ import annotations
 
 import re
 
-from veredito.worker.rules.text import split_sentences
+from veredito.worker.rules.text import fold, split_sentences
 
-__all__ = ["claims_of", "clean"]
+__all__ = ["ADVICE", "META", "claims_of", "clean", "is_advice"]
+
+# talk about the answer or the context itself ("O contexto não informa o prazo."), matched on the
+# claim as written
+META = re.compile(
+    r"\b(?:n[aã]o\s+(?:[eé]\s+)?(?:informa|menciona|mencionad|diz|especifica|traz|cont[eé]m|"
+    r"apresenta|fala|consta|detalha|cita|esclarece|aborda|indica|encontrei|localizei|h[aá]\s+"
+    r"(?:informa|men[cç]|dados|detalhes|registro)|tenho\s+(?:essa|esta|a)?\s*informa|sei\b|"
+    r"est[aá]\s+(?:no|nos|na|nas|claro)|aparece|possuo|disp[oõ]e|encontra-se)|"
+    r"sem\s+informa[cç]|n[aã]o\s+foi\s+(?:poss[ií]vel|informad|mencionad|especificad))",
+    re.IGNORECASE,
+)
+# a statement about what to do, not what is: a fact introduced by "é importante lembrar que…"
+# stays a fact
+_FACT_INTRO = (
+    r"(?!\s+(?:destacar|lembrar|ressaltar|notar|observar|salientar|frisar|mencionar|informar|"
+    r"saber|dizer|esclarecer|registrar)\b)"
+)
+_IMPERATIVE = (
+    r"verifique|verificar|consulte|consultar|calcule|calcular|garanta|garantir|evite|evitar|"
+    r"audite|auditar|simule|simular|monitore|monitorar|documente|documentar|mantenha|manter|"
+    r"guarde|guardar|revise|revisar|acompanhe|acompanhar|planeje|planejar|busque|buscar|procure|"
+    r"procurar|avalie|avaliar|organize|organizar|confira|conferir|utilize|considere|considerar|"
+    r"fique|atualize|priorize|priorizar"
+)
+# recommendations, advice, generic evaluations, courtesy (matched on the folded claim)
+ADVICE = re.compile(
+    r"(?:^|\b)(?:"
+    r"sugiro|sugerimos|sugere-se|recomendo|recomendamos|recomenda-se|recomendado|aconselho|"
+    r"aconselhamos|aconselha-se|o\s+ideal\s+e|o\s+melhor\s+(?:caminho|a\s+fazer)|"
+    r"(?:e|seria|sera|fica|torna-se)\s+(?:sempre\s+|muito\s+|bastante\s+)?(?:recomendavel|"
+    r"aconselhavel|prudente|importante|fundamental|essencial|crucial|indispensavel|interessante|"
+    r"util|bom|ideal|conveniente|imprescindivel|vital|valido|oportuno)" + _FACT_INTRO + r"|"
+    r"vale\s+a\s+pena|convem|nao\s+deixe\s+de|fique\s+atent|tenha\s+em\s+mente|"
+    r"lembre-se(?!\s+de\s+que)|"
+    r"(?:devem|deve|precisam|precisa)\s+(?:sempre\s+)?(?:priorizar|buscar\s+orienta|considerar|"
+    r"avaliar|ficar\s+atent|estar\s+atent|se\s+atentar|manter-se|se\s+informar|se\s+planejar|"
+    r"planejar)|"
+    r"(?:e|sao|se\s+mostra)\s+(?:crucial|cruciais|essencial|essenciais|fundamental|fundamentais|"
+    r"indispensavel|indispensaveis|vital|vitais)\s+para|desempenham?\s+(?:um\s+)?papel|"
+    r"(?:evita|evitar|evitando|ajuda\s+a\s+evitar|previne)\s+(?:problemas|transtornos|surpresas|"
+    r"dores\s+de\s+cabeca|complica)|"
+    r"espero\s+(?:ter\s+)?(?:ajudado|que\s+(?:isso|essas|estas|a\s+resposta|as\s+informa))|"
+    r"(?:fico|estou|estamos|ficamos)\s+a\s+disposicao|qualquer\s+(?:outra\s+)?duvida|"
+    r"em\s+caso\s+de\s+duvidas?|se\s+(?:tiver|precisar|houver|restar|surgir|ainda\s+tiver)\s+"
+    r"(?:de\s+)?(?:mais|outras?|alguma|qualquer|ajuda|duvidas?)|"
+    r"posso\s+(?:ajudar|te\s+ajudar|esclarecer)|boa\s+sorte|bons\s+estudos|boa\s+viagem|"
+    # the answer speaking of itself ("Este relatório examina as opções…")
+    r"^\W*(?:este|esta|o\s+presente|a\s+presente)\s+(?:relatorio|analise|artigo|guia|texto|"
+    r"resposta|estudo|secao|material)\s+(?:detalha|examina|explora|analisa|apresenta|aborda|"
+    r"discute|descreve|resume|traz|oferece|busca|pretende)|"
+    # an instruction opening the claim, or a list item's "Label:" ("Monitorar prazos: …")
+    r"^\W*(?:[\w-]+\s+){0,5}?(?:[\w-]+:\s+)?(?:" + _IMPERATIVE + r")\b|"
+    # generic evaluations ("… exige atenção aos prazos", "… reduz riscos de autuação")
+    r"\b(?:exige|exigem|demanda|demandam|requer|requerem)\s+(?:\w+\s+)?(?:atencao|analise|cuidado|"
+    r"precisao|diagnostico|planejamento|avaliacao|acompanhamento|conhecimento)|"
+    r"\b(?:e|constitui|representa|configura|torna-se)\s+(?:um|uma)\s+(?:\w+\s+)?(?:tema|"
+    r"mecanismo|ferramenta|instrumento|estrategia|avanco|aspecto|passo|desafio)\s+"
+    r"(?:critic|essencia|fundamenta|importante|valios|relevante|crucia|estrategic|util|decisiv)|"
+    r"\b(?:e|sao)\s+(?:critic[ao]s?|decisiv[ao]s?)\s+para|"
+    r"\breduz(?:indo|em|ir)?\s+(?:os\s+|o\s+)?riscos?|\b(?:maximiza|otimiza)|"
+    r"\b(?:pode|podem)\s+ser\s+(?:mais\s+)?(?:vantajos|interessante|util|benefic)"
+    r")"
+)
+_CONDITIONAL = re.compile(r"^\W*se\b", re.IGNORECASE)
+# a body named by a word the detectors may not know ("a Delegacia de Crimes Cibernéticos"): a
+# referral to a body is a claim (rule 3 of the user's prompt), never advice
+_BODY_WORD = re.compile(
+    r"\b(?:Delegacia|Procon|PROCON|Receita|Minist[eé]rio|Secretaria|Tribunal|Juizado|Defensoria|"
+    r"Ouvidoria|Ag[eê]ncia|Banco\s+Central|Instituto|Conselho|Pol[ií]cia|Prefeitura|Cart[oó]rio|"
+    r"Justi[cç]a|Senacon|INSS|SUSEP|Susep|ANS|Anatel|ANATEL|Aneel|ANEEL|Anvisa|ANVISA|Detran|DETRAN|"
+    r"Serasa|SPC|consumidor\.gov)"
+)
+
+# what a rule says ("é recomendável, mas opcional, manter um seguro" where the contract makes it
+# obligatory): a statement of what is required, allowed or free is a claim of policy
+_RULE_WORD = re.compile(
+    r"\b(?:opciona[li]s?|obrigat[oó]ri|facultativ|gratuit|sem\s+custo|isent|proibid|permitid|vedad|"
+    r"dispensad|exigid|garantid|direito|reembols|multa|taxa|cobra)"
+)
+
+
+def is_advice(claim: str, mentions: int) -> bool:
+    """Is ``claim`` advice rather than a claim of fact (spec §17, ``kind: "advice"``)? A
+    recommendation ("É recomendável retificar a declaração."), a generic evaluation ("A
+    assessoria contábil é crucial para…"), courtesy ("Espero ter ajudado!") or talk about the
+    answer itself ("Não encontrei essa informação nos documentos."), holding nothing the judge
+    can check: a claim with a ``mentions`` (a value, law, ID, body, place…) is a claim of fact,
+    so "Procure o Procon." where the context never names the Procon stays a flag (rule 3 of
+    the user's prompt), and so does a claim naming a body by a word the detectors may not know
+    ("registre um boletim na Delegacia de Crimes Cibernéticos"). A conditional ("Se a mala não
+    aparecer…") is not talk about the answer, and a claim saying what is required, allowed,
+    free or charged is a claim of policy, not advice."""
+    if mentions or _BODY_WORD.search(claim) is not None:
+        return False
+    folded = fold(claim)
+    if _RULE_WORD.search(folded) is not None:
+        return False
+    if ADVICE.search(folded) is not None:
+        return True
+    return _CONDITIONAL.match(claim) is None and META.search(claim) is not None
+
 
 # ChatGPT search citations: "\ue200cite\ue202turn0search6\ue201", or "citeturn0search6" bare
 _CITE_PRIVATE = re.compile(r"\ue200[^\ue201]*\ue201|[\ue200-\ue2ff]")
