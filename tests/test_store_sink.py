@@ -110,7 +110,9 @@ def test_the_sink_rides_out_a_postgresql_restart(pg_url: str) -> None:
         if process.poll() is None:
             process.kill()
     assert process.returncode == 0, stderr
-    assert "the store is away" in stderr  # it saw the outage, and carried on
+    # it saw the outage, and carried on: an insert failed ("the store is away"), or, the restart
+    # over before it wrote again, its idle connection was found dead and replaced
+    assert "the store is away" in stderr or "connection was lost while idle" in stderr, stderr
     assert "wrote 3000 verdicts" in stderr
     store = open_store(pg_url)
     try:

@@ -167,7 +167,13 @@ class SQLStore(LabelQueries, ReleaseQueries, CalibrationQueries):
             # 503 for the first request each thread serves after an outage
             try:
                 self.probe(conn)
-            except self.unavailable_errors():
+            except self.unavailable_errors() as exc:
+                log.warning(
+                    "the %s connection was lost while idle (%s: the server restarted or ended "
+                    "it); a new one is made",
+                    self.dialect,
+                    type(exc).__name__,
+                )
                 self._drop()
                 conn = None
         if conn is None:
