@@ -1,7 +1,7 @@
 # veredito: one image for the worker, the results sink, serve (ingest, review page), the producer
 # and `veredito run`. Small and non-root: the package with the extras a service needs (a Redis
-# broker, the PostgreSQL store, the review page, OTLP ingest) in a virtualenv built in a first
-# stage; no compiler, no pip, no source tree in the image; uid 10001, whose files are read-only.
+# broker, the PostgreSQL store, the review page, OTLP ingest, scikit-learn for serve's calibration
+# refit from reviewers' labels) in a virtualenv built in a first stage; no compiler, no pip, no source tree in the image; uid 10001, whose files are read-only.
 # Build, tag and pin: docs/kubernetes.md, "The image".
 #   docker build -t registry.example.com/veredito:0.1.0 .
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
@@ -15,7 +15,7 @@ COPY producer ./producer
 COPY worker ./worker
 COPY prompts ./prompts
 COPY veredito ./veredito
-RUN /opt/veredito/bin/pip install '.[redis,postgres,serve,otel,otel-grpc,fast]' \
+RUN /opt/veredito/bin/pip install '.[redis,postgres,serve,otel,otel-grpc,fast,calibration]' \
  && /opt/veredito/bin/pip uninstall --yes pip
 
 FROM ${PYTHON_IMAGE}
