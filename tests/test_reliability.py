@@ -368,9 +368,15 @@ def test_redis_a_triple_held_through_a_judge_outage_is_judged_once(redis_broker:
     not_ok = [
         (v["id"], v.get("status"), v.get("error")) for v in verdicts if v.get("status") != "ok"
     ]
+    said = [
+        line[-200:]
+        for worker in (first, second)
+        for line in worker.stderr.splitlines()
+        if "tries used" in line or "circuit" in line or "evaluation failed" in line
+    ]
     seen = (
         f"{script.served} requests, {len(script.log)} logged, {len(answers)} prompts answered, "
-        f"verdicts not ok: {not_ok}"
+        f"verdicts not ok: {not_ok}; the workers said: {said}"
     )
     assert set(answers.values()) == {1}, answers  # no triple judged twice
     assert len(answers) == 24, seen
