@@ -133,6 +133,37 @@ async def test_an_outage_longer_than_every_retry_fails_nothing(llm_server: Serve
     assert llm_server.script.served < 30 * 2 + 30
 
 
+async def test_a_quiet_worker_holds_its_one_triple_through_an_outage(
+    llm_server: ServerThread,
+) -> None:
+    """A worker holding one triple never sees the 10 consecutive failures that open the
+    circuit: its request, having failed all but its last try with no answer since it began,
+    opens it, and waits like the others (a CI run once saw it become a failed verdict)."""
+    registry = CollectorRegistry()
+    metrics = Metrics(registry)
+    llm_server.script.down = True
+    settings = settings_for(
+        llm_server, prompts="claims", breaker_failures=10, breaker_open_seconds=0.1,
+        llm_max_attempts=3,
+    )  # fmt: skip
+    async with new_session(settings) as session:
+        judge = build_judge(settings, session, metrics, hold_on_refused_key=True)
+        task = asyncio.ensure_future(
+            Pipeline(judge, settings.limits, metrics).evaluate({"triple": triple("alone")})
+        )
+        deadline = time.monotonic() + 10
+        while state(registry) != 2:
+            assert time.monotonic() < deadline, "the circuit never opened"
+            assert not task.done(), task.result().verdict
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(1.0)  # longer than every try and backoff together
+        assert not task.done()
+        llm_server.script.down = False
+        outcome = await asyncio.wait_for(task, 30)
+    assert outcome.verdict.status == "ok"
+    assert state(registry) == 0
+
+
 async def test_a_refused_key_holds_triples_until_it_is_accepted(
     llm_server: ServerThread, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -4,7 +4,8 @@ One breaker per process, on the runtime's event loop; every judge request passes
 :meth:`CircuitBreaker.acquire` before it is sent and reports its outcome after.
 
     CLOSED ──(N consecutive retryable failures, or a failure rate over the window,
-              or the judge refusing our key)──► OPEN
+              or the judge refusing our key, or one request failing all but its last try
+              with no answer since it began)──► OPEN
     OPEN ──(its delay has passed)──► HALF_OPEN: one request goes out as a probe, the rest wait
     HALF_OPEN ──probe succeeds──► CLOSED (everyone waiting goes)
     HALF_OPEN ──probe fails──► OPEN again, for twice as long (up to ``max_open_seconds``)
@@ -66,6 +67,7 @@ class CircuitBreaker:
         self._clock = clock
         self.state = CircuitState.CLOSED
         self.opened = 0  # how many times it has opened: a failure seen after a change is an outage
+        self.last_success = float("-inf")  # when the judge last answered (the clock's time)
         self._consecutive = 0
         self._outcomes: deque[tuple[float, bool]] = deque()  # (when, failed) within the window
         self._failures_in_window = 0
@@ -110,7 +112,20 @@ class CircuitBreaker:
 
     # -- after a request -----------------------------------------------------------------------
 
+    def now(self) -> float:
+        """The breaker's clock (``time.monotonic`` unless a test gives another)."""
+        return self._clock()
+
+    def trip(self) -> None:
+        """One request has failed all but its last try with no answer from the judge anywhere in
+        the process since it began: an outage, which a quiet process (a worker holding one
+        triple) would never count to the threshold. Open the circuit, so that the request waits
+        like the others instead of becoming a ``failed`` verdict."""
+        if self.state is CircuitState.CLOSED:
+            self._open()
+
     def success(self, probe: bool = False) -> None:
+        self.last_success = self._clock()
         self._consecutive = 0
         self._remember(failed=False)
         if probe:

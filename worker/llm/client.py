@@ -168,20 +168,31 @@ class ChatClient:
         judge is otherwise healthy count towards ``max_attempts``; during an outage (the breaker
         open) and under rate limiting the request waits instead, however long that takes."""
         tries = _Tries()
+        began = self.breaker.now()
+
+        def before_last_try(exc: BaseException | None) -> None:
+            self._note_retry(exc, tries.counted)
+            if (
+                self.hold_on_refused_key  # a worker, which holds triples through outages
+                and tries.counted == self.max_attempts - 1
+                and self.breaker.last_success < began
+            ):
+                self.breaker.trip()  # no answer anywhere since this began: an outage, held
+
         try:  # the first try costs no retry machinery
             return await self._attempt(messages)
         except RetryableError as exc:
             tries.note(exc)
             if tries.counted >= self.max_attempts:
                 raise
-            self._note_retry(exc, tries.counted)
+            before_last_try(exc)
             await asyncio.sleep(self._delay(exc, tries.counted))
         retrying = AsyncRetrying(
             stop=lambda _: tries.counted >= self.max_attempts,
             wait=lambda state: self._delay(_exception(state), tries.counted),
             retry=retry_if_exception_type(RetryableError),
             after=lambda state: tries.note(_exception(state)),
-            before_sleep=lambda state: self._note_retry(_exception(state), tries.counted),
+            before_sleep=lambda state: before_last_try(_exception(state)),
             reraise=True,
         )
         async for attempt in retrying:
