@@ -204,7 +204,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="the triple each trace of an OTLP export would become, and why (no broker)",
     )
     explain.add_argument(
-        "file", help="an OTLP/JSON export (one per line is fine) or a protobuf body; - for stdin"
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="an OTLP/JSON export (one per line is fine) or a protobuf body, traces or logs, "
+        "gzipped or not; - for stdin; several (a traces and a logs export) are read together",
     )
     explain.add_argument("--json", action="store_true", help="one JSON object per trace")
     labels = sub.add_parser("labels", help="reviewers' labels (spec §16)")
