@@ -4,33 +4,66 @@ The collector's two services, ``TraceService/Export`` and ``LogsService/Export``
 event loop as the HTTP routes and through the same steps: the ingest token from the
 ``authorization`` metadata (``Bearer TOKEN``, as the exporters' ``headers`` send it), the same
 tenancy (each token's own buffer), the same limits (``VEREDITO_INGEST_MAX_BYTES`` per message,
-``VEREDITO_OTLP_MAX_SPANS_PER_REQUEST``, the backlog), the same assembly and the same
-``partial_success``. Messages are taken as bytes and parsed off the event loop.
+``VEREDITO_OTLP_MAX_SPANS_PER_REQUEST`` spans or log records, the backlog), the same assembly
+and the same ``partial_success`` (spans that make no triple or were dropped as oversize; GenAI
+log records that describe no span or were dropped). Messages are taken as bytes and parsed off
+the event loop (in another process when large, as OTLP/HTTP bodies are).
 
-Status codes, as the OTLP exporters read them: ``UNAUTHENTICATED`` (no or unknown token),
-``INVALID_ARGUMENT`` (not an export), ``RESOURCE_EXHAUSTED`` (too many spans, or a message over
-the size limit), ``UNAVAILABLE`` (the broker away or the backlog full: the exporter retries).
+Status codes, as the OTLP exporters read them: ``UNAUTHENTICATED`` (no, malformed or unknown
+token), ``INVALID_ARGUMENT`` (not an export), ``RESOURCE_EXHAUSTED`` (too many spans or
+records, or a message over the size limit), ``UNAVAILABLE`` (the broker away or the backlog
+full: the exporter retries, after the delay the ``google.rpc.retryinfo-bin`` trailer says, as
+HTTP's ``Retry-After``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any
 
 from aiohttp import web
 
 from veredito.producer.ingest import Grant, HeaderError, TooManyItems
-from veredito.producer.otlp import PROTOBUF, OTLPError, partial_success
-from veredito.producer.otlp.logs import partial_logs_success
+from veredito.producer.otlp import PROTOBUF, OTLPError
+from veredito.producer.otlp.decode import traces_reply
 from veredito.producer.otlp.spans import Span
+from veredito.serving.heavy import HEAVY, HEAVY_BYTES
 
-__all__ = ["add_grpc", "start_grpc"]
+__all__ = ["add_grpc", "retry_info", "start_grpc"]
 
 log = logging.getLogger(__name__)
 
 TRACES = "opentelemetry.proto.collector.trace.v1.TraceService"
 LOGS = "opentelemetry.proto.collector.logs.v1.LogsService"
+RETRY_INFO = "google.rpc.retryinfo-bin"  # the trailer OTLP exporters read a retry delay from
+
+
+def retry_info(seconds: int) -> bytes:
+    """A ``google.rpc.RetryInfo`` whose ``retry_delay`` is ``seconds``, serialized by hand (the
+    message is two nested varint fields; ``googleapis-common-protos`` is not needed)."""
+    varint = bytearray()
+    value = max(0, seconds)
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        varint.append(byte | (0x80 if value else 0))
+        if not value:
+            break
+    duration = b"\x08" + bytes(varint)  # Duration.seconds, field 1
+    return b"\x0a" + bytes([len(duration)]) + duration  # RetryInfo.retry_delay, field 1
+
+
+def _refusal(exc: Any) -> tuple[str, tuple[tuple[str, bytes], ...]]:
+    """What a :class:`~veredito.producer.serve.JsonError` (503) says, and its ``Retry-After``
+    as a ``RetryInfo`` trailer."""
+    try:
+        message = str(json.loads(exc.text)["error"]["message"])
+    except (TypeError, ValueError, KeyError):
+        message = str(exc.reason or "not ready")
+    after = exc.headers.get("Retry-After") if exc.headers else None
+    trailer = ((RETRY_INFO, retry_info(int(after))),) if after and after.isdigit() else ()
+    return message, trailer
 
 
 async def _call(app: web.Application, kind: str, data: bytes, context: Any) -> bytes:
@@ -58,44 +91,48 @@ async def _call(app: web.Application, kind: str, data: bytes, context: Any) -> b
     try:
         serve.check_ready(state, config)
     except serve.JsonError as exc:
-        await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc.reason or "not ready"))
+        message, trailer = _refusal(exc)
+        await context.abort(grpc.StatusCode.UNAVAILABLE, message, trailer)
     loop = asyncio.get_running_loop()
     limit = config.otlp_max_spans_per_request
+    parse = serve._otlp_spans if kind == "traces" else serve._otlp_events
     try:
-        if kind == "traces":
-            spans = await loop.run_in_executor(None, serve._otlp_spans, data, PROTOBUF, limit)
+        if len(data) > HEAVY_BYTES and HEAVY in app:  # as OTLP/HTTP: the loop stays free
+            parsed: Any = await app[HEAVY].run(parse, data, PROTOBUF, limit)
         else:
-            events = await loop.run_in_executor(None, serve._otlp_events, data, PROTOBUF, limit)
+            parsed = await loop.run_in_executor(None, parse, data, PROTOBUF, limit)
     except TooManyItems as exc:
+        what = "spans" if kind == "traces" else "log records"
         await context.abort(
             grpc.StatusCode.RESOURCE_EXHAUSTED,
-            f"the export carries {exc.count} items, over the limit of {exc.limit} per request "
+            f"the export carries {exc.count} {what}, over the limit of {exc.limit} per request "
             "(VEREDITO_OTLP_MAX_SPANS_PER_REQUEST): export smaller batches",
         )
     except OTLPError as exc:
         await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
     state.apps.setdefault(grant.tenant, grant.app or "unscoped")
     state.grants[grant.tenant] = grant
+    drops: dict[str, int] = {}  # this message's spans or events dropped as oversize
     if kind == "traces":
-        done = await loop.run_in_executor(None, _traces, state, grant.tenant, spans)
-        try:
-            rejected, reasons = await serve.publish_traces(app, grant, done)
-        except serve.JsonError as exc:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc.reason or "broker away"))
-        body, _ = partial_success(PROTOBUF, rejected, "; ".join(reasons))
-        return body
-    done = await loop.run_in_executor(None, serve._assemble_events, state, grant.tenant, events)
+        done = await loop.run_in_executor(None, _traces, state, grant.tenant, parsed, drops)
+    else:
+        done = await loop.run_in_executor(
+            None, serve._assemble_events, state, grant.tenant, parsed.events, drops
+        )
     try:
-        await serve.publish_traces(app, grant, done)
+        rejected, reasons = await serve.publish_traces(app, grant, done)
     except serve.JsonError as exc:
-        await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc.reason or "broker away"))
-    return partial_logs_success(PROTOBUF, 0, "")[0]
+        message, trailer = _refusal(exc)
+        await context.abort(grpc.StatusCode.UNAVAILABLE, message, trailer)
+    if kind == "traces":
+        return traces_reply(PROTOBUF, rejected, reasons, drops)[0]
+    return bytes(parsed.reply(PROTOBUF, drops)[0])
 
 
-def _traces(state: Any, tenant: str, spans: list[Span]) -> Any:
+def _traces(state: Any, tenant: str, spans: list[Span], drops: dict[str, int]) -> Any:
     from veredito.producer import serve
 
-    return serve._assemble(state, tenant, spans)
+    return serve._assemble(state, tenant, spans, drops)
 
 
 async def start_grpc(app: web.Application, host: str, port: int) -> Any:

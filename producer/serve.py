@@ -50,9 +50,10 @@ from veredito.producer.otlp import (
     Span,
     TraceAssembler,
     decode,
-    partial_success,
 )
-from veredito.producer.otlp.logs import Event, decode_logs, partial_logs_success
+from veredito.producer.otlp.buffer import NOT_JUDGED_REASONS
+from veredito.producer.otlp.decode import traces_reply
+from veredito.producer.otlp.logs import Event, Logs, read_logs
 from veredito.producer.publish import task_outgoing
 from veredito.producer.sampling import Dedup, sampled_in
 from veredito.producer.triple import (
@@ -131,6 +132,14 @@ class IngestMetrics:
             "OTLP traces or spans dropped from the buffer of one token's app ('unscoped' for a "
             "token without one): evicted (over its quota), incomplete (no root in time), "
             "oversize (a span or trace over the limits)",
+            ["app", "reason"],
+            registry=registry,
+        )
+        self.otlp_not_judged = Counter(
+            "veredito_ingest_otlp_not_judged_total",
+            "OTLP traces not judged, by the token's app ('unscoped' for a token without one) and "
+            "reason: root_is_retriever, root_is_embedding, root_is_reranker, root_is_tool (its "
+            "root is no answer)",
             ["app", "reason"],
             registry=registry,
         )
@@ -366,8 +375,8 @@ def _otlp_spans(data: bytes, content_type: str, limit: int) -> list[Span]:
     return spans
 
 
-async def _otlp_items(request: web.Request, parse: Any, what: str) -> tuple[Grant, str, list[Any]]:
-    """An OTLP/HTTP export's token, content type and items (spans or GenAI events), parsed off
+async def _otlp_items(request: web.Request, parse: Any, what: str) -> tuple[Grant, str, Any]:
+    """An OTLP/HTTP export's token, content type and items (spans, or :class:`Logs`), parsed off
     the event loop (in another process when large); 415, 413 or 400 as they say."""
     config, state = request.app[CONFIG], request.app[STATE]
     grant = authorize(request)
@@ -383,7 +392,7 @@ async def _otlp_items(request: web.Request, parse: Any, what: str) -> tuple[Gran
     limit = config.otlp_max_spans_per_request
     try:
         if len(data) > HEAVY_BYTES and HEAVY in request.app:
-            items: list[Any] = await request.app[HEAVY].run(parse, data, content_type, limit)
+            items: Any = await request.app[HEAVY].run(parse, data, content_type, limit)
         else:
             items = await asyncio.get_running_loop().run_in_executor(
                 None, parse, data, content_type, limit
@@ -407,10 +416,12 @@ async def post_otlp(request: web.Request) -> web.Response:
     then become triples. Decoding and assembling run off the event loop."""
     grant, content_type, spans = await _otlp_items(request, _otlp_spans, "spans")
     loop = asyncio.get_running_loop()
-    done = await loop.run_in_executor(None, _assemble, request.app[STATE], grant.tenant, spans)
+    drops: dict[str, int] = {}  # the spans of this request dropped as oversize
+    state = request.app[STATE]
+    done = await loop.run_in_executor(None, _assemble, state, grant.tenant, spans, drops)
     del spans
     rejected_spans, reasons = await publish_traces(request.app, grant, done)
-    body, response_type = partial_success(content_type, rejected_spans, "; ".join(reasons))
+    body, response_type = traces_reply(content_type, rejected_spans, reasons, drops)
     return web.Response(body=body, content_type=response_type)
 
 
@@ -426,6 +437,8 @@ async def publish_traces(
     for d in done:
         if d.skipped:
             state.metrics.traces.labels("not_judged").inc()
+            reason = d.skipped if d.skipped in NOT_JUDGED_REASONS else "other"  # a bounded label
+            state.metrics.otlp_not_judged.labels(grant.app or "unscoped", reason).inc()
             rejected_spans += d.spans
             if len(reasons) < 3:
                 reasons.append(f"trace {d.trace_id}: not judged ({d.skipped.replace('_', ' ')})")
@@ -440,35 +453,44 @@ async def publish_traces(
     return rejected_spans, reasons
 
 
-def _otlp_events(data: bytes, content_type: str, limit: int) -> list[Event]:
-    events = decode_logs(data, content_type)
-    if len(events) > limit:
-        raise TooManyItems(len(events), limit)
-    return events
+def _otlp_events(data: bytes, content_type: str, limit: int) -> Logs:
+    logs = read_logs(data, content_type)
+    if logs.records > limit:  # every record is read: each counts
+        raise TooManyItems(logs.records, limit)
+    return logs
 
 
 async def post_otlp_logs(request: web.Request) -> web.Response:
     """OTLP/HTTP logs: the GenAI events among them (the messages of LLM calls, when an
     instrumentation sends them as events) wait beside their trace's spans, in their token's own
-    buffer, and join them when the trace is assembled. Other records are ignored."""
-    grant, content_type, events = await _otlp_items(request, _otlp_events, "GenAI events")
+    buffer, and join them when the trace is assembled. Other records are ignored; GenAI events
+    that cannot be used (no trace and span id, oversize) are told in ``partial_success``."""
+    grant, content_type, logs = await _otlp_items(request, _otlp_events, "log records")
     loop = asyncio.get_running_loop()
     state = request.app[STATE]
-    done = await loop.run_in_executor(None, _assemble_events, state, grant.tenant, events)
+    drops: dict[str, int] = {}
+    done = await loop.run_in_executor(
+        None, _assemble_events, state, grant.tenant, logs.events, drops
+    )
     await publish_traces(request.app, grant, done)
-    body, response_type = partial_logs_success(content_type, 0, "")
+    body, response_type = logs.reply(content_type, drops)
     return web.Response(body=body, content_type=response_type)
 
 
-def _assemble_events(state: State, tenant: str, events: list[Event]) -> list[Assembled]:
-    done = state.assembler.add_events(tenant, events)
+def _assemble_events(
+    state: State, tenant: str, events: list[Event], drops: dict[str, int] | None = None
+) -> list[Assembled]:
+    done = state.assembler.add_events(tenant, events, drops)
     export_drops(state)
     return done
 
 
-def _assemble(state: State, tenant: str, spans: list[Span]) -> list[Assembled]:
-    """In an executor thread: the spans into the tenant's buffer, the drops into the metrics."""
-    done = state.assembler.add_traces(tenant, spans)
+def _assemble(
+    state: State, tenant: str, spans: list[Span], drops: dict[str, int] | None = None
+) -> list[Assembled]:
+    """In an executor thread: the spans into the tenant's buffer, the drops into the metrics
+    (and this request's into ``drops``)."""
+    done = state.assembler.add_traces(tenant, spans, drops)
     export_drops(state)
     return done
 

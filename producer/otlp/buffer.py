@@ -8,10 +8,10 @@ import logging
 import threading
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from typing import Any
 
-from veredito.producer.otlp.assemble import Assembled, assemble, local_root
+from veredito.producer.otlp.assemble import NOT_AN_ANSWER, Assembled, assemble, local_root
 from veredito.producer.otlp.logs import Event, apply_events, needs_events
 from veredito.producer.otlp.spans import (
     _REMOTE,
@@ -21,11 +21,16 @@ from veredito.producer.otlp.spans import (
     nested_size,
 )
 
-__all__ = ["DROP_REASONS", "TraceAssembler", "span_size"]
+__all__ = ["DROP_REASONS", "NOT_JUDGED_REASONS", "OVERSIZE_DETAILS", "TraceAssembler", "span_size"]
 
 log = logging.getLogger(__name__)
 
 DROP_REASONS = ("incomplete", "evicted", "oversize")
+# why a trace is not judged (:attr:`Assembled.skipped`): a bounded set, for a metric's label
+NOT_JUDGED_REASONS = tuple(f"root_is_{kind.lower()}" for kind in NOT_AN_ANSWER)
+# why a span or event was dropped as oversize, for the ``drops`` an add is given: itself over
+# ``max_bytes``; its trace at ``max_spans_per_trace``; its trace alone filling a quota
+OVERSIZE_DETAILS = ("item_bytes", "trace_items", "trace_quota")
 
 
 def span_size(span: Span) -> int:
@@ -58,6 +63,13 @@ def span_size(span: Span) -> int:
         elif isinstance(value, bytes):
             size += len(value)
     return size + nested_size(nested) if nested else size
+
+
+def _oversize(size: int, max_bytes: int, trace_full: bool) -> str:
+    """Which of :data:`OVERSIZE_DETAILS` dropped an item."""
+    if size > max_bytes:
+        return "item_bytes"
+    return "trace_items" if trace_full else "trace_quota"
 
 
 class _Trace:
@@ -223,13 +235,18 @@ class TraceAssembler:
         :meth:`add_traces`)."""
         return [done.triple for done in self.add_traces(tenant, spans) if done.triple]
 
-    def add_traces(self, tenant: str, spans: Iterable[Span]) -> list[Assembled]:
+    def add_traces(
+        self, tenant: str, spans: Iterable[Span], drops: MutableMapping[str, int] | None = None
+    ) -> list[Assembled]:
         """File the tenant's spans; return what the traces their roots completed became.
 
         A root is a span without a parent, or one whose parent the SDK marked remote (a service
         behind a traced gateway). A trace completes at the end of the call, so a root's children
         that come after it in the same call are in its triple. O(spans): each span is sized
         once, and each eviction pops a whole trace that was filed before.
+
+        ``drops``, when given, gets this call's drops: the spans dropped as oversize, by
+        :data:`OVERSIZE_DETAILS`, and the traces ``evicted`` (for the reply to the request).
         """
         debug = log.isEnabledFor(logging.DEBUG)
         max_traces, max_spans = self.max_traces, self.max_spans
@@ -261,6 +278,10 @@ class TraceAssembler:
                         )
                     ):
                         oversize += 1
+                        if drops is not None:
+                            full = trace is not None and len(trace.spans) >= per_trace
+                            why = _oversize(size, max_bytes, full and not first_root)
+                            drops[why] = drops.get(why, 0) + 1
                         if debug:
                             log.debug(
                                 "OTLP span %s of trace %s dropped: %d bytes, %d spans before it",
@@ -304,15 +325,19 @@ class TraceAssembler:
                     ready.append(trace)
             finally:
                 warning = self._settle(tenant, evicted, oversize, now)
+                if drops is not None and evicted:
+                    drops["evicted"] = drops.get("evicted", 0) + evicted
         if warning:
             log.warning(*warning)
         return self._assembled(ready)
 
-    def add_events(self, tenant: str, events: Iterable[Event]) -> list[Assembled]:
+    def add_events(
+        self, tenant: str, events: Iterable[Event], drops: MutableMapping[str, int] | None = None
+    ) -> list[Assembled]:
         """File the tenant's GenAI events (``/v1/logs``) beside their traces' spans; return what
         the traces that were complete and waiting only for these events became. Events count
         against the tenant's quotas as spans do; an event bigger than ``max_bytes`` by itself
-        is dropped (``oversize``)."""
+        is dropped (``oversize``). ``drops``: as for :meth:`add_traces`."""
         debug = log.isEnabledFor(logging.DEBUG)
         ready: list[_Trace] = []
         warning: tuple[Any, ...] | None = None
@@ -336,6 +361,12 @@ class TraceAssembler:
                         )
                     ):
                         oversize += 1
+                        if drops is not None:
+                            full = (
+                                trace is not None and len(trace.events) >= self.max_spans_per_trace
+                            )
+                            why = _oversize(size, self.max_bytes, full)
+                            drops[why] = drops.get(why, 0) + 1
                         continue
                     if (
                         len(traces) + (trace is None) > self.max_traces
@@ -359,6 +390,8 @@ class TraceAssembler:
                         ready.append(trace)
             finally:
                 warning = self._settle(tenant, evicted, oversize, now)
+                if drops is not None and evicted:
+                    drops["evicted"] = drops.get("evicted", 0) + evicted
         if warning:
             log.warning(*warning)
         return self._assembled(ready)

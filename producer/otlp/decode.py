@@ -5,7 +5,7 @@ in hex, as that encoding says)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from veredito.producer.otlp.spans import (
@@ -17,7 +17,14 @@ from veredito.producer.otlp.spans import (
     nested_size,
 )
 
-__all__ = ["decode", "decode_iter", "empty_response", "partial_success"]
+__all__ = [
+    "decode",
+    "decode_iter",
+    "dropped_reasons",
+    "empty_response",
+    "partial_success",
+    "traces_reply",
+]
 
 
 def decode(data: bytes, content_type: str) -> list[Span]:
@@ -261,3 +268,38 @@ def partial_success(content_type: str, rejected_spans: int, message: str) -> tup
         return response.SerializeToString(), PROTOBUF
     body = {"partialSuccess": {"rejectedSpans": str(rejected_spans), "errorMessage": message}}
     return json.dumps(body).encode(), "application/json"
+
+
+def _plural(count: int, unit: str) -> str:
+    return f"{count} {unit}" if count == 1 else f"{count} {unit}s"
+
+
+def dropped_reasons(
+    drops: Mapping[str, int], unit: str = "span", per_trace: int = 2_000
+) -> tuple[int, list[str]]:
+    """What a request lost as oversize (the ``drops`` a
+    :class:`~veredito.producer.otlp.buffer.TraceAssembler` add filled): how many of its
+    ``unit`` (spans, log records), and one reason a kind, naming the setting that bounds it.
+    Traces evicted to make room are not counted: they were taken by earlier requests."""
+    texts = {
+        "item_bytes": "each over VEREDITO_OTLP_MAX_BYTES by itself",
+        "trace_items": f"each past the {per_trace} a trace may hold",
+        "trace_quota": "each past what one trace may take of its token's quota "
+        "(VEREDITO_OTLP_MAX_SPANS, VEREDITO_OTLP_MAX_BYTES)",
+    }
+    total, reasons = 0, []
+    for detail, text in texts.items():
+        count = drops.get(detail, 0)
+        if count > 0:
+            total += count
+            reasons.append(f"{_plural(count, unit)} dropped as oversize ({text})")
+    return total, reasons
+
+
+def traces_reply(
+    content_type: str, rejected_spans: int, reasons: list[str], drops: Mapping[str, int]
+) -> tuple[bytes, str]:
+    """The reply to a trace export: :func:`partial_success` with the spans that make no triple
+    (``rejected_spans``, ``reasons``) and those the buffer dropped as oversize (``drops``)."""
+    dropped, why = dropped_reasons(drops)
+    return partial_success(content_type, rejected_spans + dropped, "; ".join(why + reasons))

@@ -14,13 +14,17 @@ The event's name is the record's ``event_name``, else its ``event.name`` attribu
 kept beside their trace's spans (:class:`~veredito.producer.otlp.buffer.TraceAssembler`) and
 become the chat span's ``gen_ai.input.messages``/``gen_ai.output.messages`` when the trace is
 assembled; a span's own attributes win.
+
+Records that are no GenAI event (an app's own log lines) are ignored. A GenAI event that cannot
+be used — without a trace and span id, or dropped as oversize by the buffer — is rejected: the
+reply is the protocol's ``partial_success`` (``rejected_log_records`` and the reasons).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from veredito.producer.otlp.decode import (
@@ -28,11 +32,21 @@ from veredito.producer.otlp.decode import (
     _json_attributes,
     _json_value,
     _list,
+    _plural,
     _proto_value,
+    dropped_reasons,
 )
 from veredito.producer.otlp.spans import PROTOBUF, OTLPError, Span
 
-__all__ = ["Event", "apply_events", "decode_logs", "needs_events", "partial_logs_success"]
+__all__ = [
+    "Event",
+    "Logs",
+    "apply_events",
+    "decode_logs",
+    "needs_events",
+    "partial_logs_success",
+    "read_logs",
+]
 
 DETAILS = "gen_ai.client.inference.operation.details"
 _ROLES = {
@@ -59,9 +73,47 @@ class Event:
         return 200 + len(json.dumps([self.attributes, self.body], default=str))
 
 
+@dataclass
+class Logs:
+    """What a logs export holds: its GenAI events, how many log records it has in all, and the
+    GenAI events among them that describe no span (no trace or span id)."""
+
+    events: list[Event] = field(default_factory=list)
+    records: int = 0
+    unusable: int = 0
+
+    def take(self, event: Event | None) -> None:
+        self.records += 1
+        if event is _UNUSABLE:
+            self.unusable += 1
+        elif event is not None:
+            self.events.append(event)
+
+    def reply(
+        self, content_type: str, drops: Mapping[str, int], per_trace: int = 2_000
+    ) -> tuple[bytes, str]:
+        """The ``ExportLogsServiceResponse``: ``partial_success`` with the GenAI events that
+        describe no span and those the buffer dropped (``drops``, as
+        :meth:`~veredito.producer.otlp.buffer.TraceAssembler.add_events` filled it)."""
+        dropped, reasons = dropped_reasons(drops, "log record", per_trace)
+        if self.unusable:
+            reasons.insert(
+                0,
+                f"{_plural(self.unusable, 'GenAI log record')} without a trace and span id "
+                "(they describe no span)",
+            )
+        return partial_logs_success(content_type, self.unusable + dropped, "; ".join(reasons))
+
+
 def decode_logs(data: bytes, content_type: str) -> list[Event]:
     """The GenAI events of an ``ExportLogsServiceRequest`` (protobuf or OTLP/JSON); records
     without a trace and span id, or without a name, are left out (they describe no span)."""
+    return read_logs(data, content_type).events
+
+
+def read_logs(data: bytes, content_type: str) -> Logs:
+    """An ``ExportLogsServiceRequest`` (protobuf or OTLP/JSON) read: :class:`Logs`."""
+    logs = Logs()
     if content_type == PROTOBUF:
         try:
             from google.protobuf.message import DecodeError
@@ -75,54 +127,61 @@ def decode_logs(data: bytes, content_type: str) -> list[Event]:
             request.ParseFromString(data)
         except DecodeError as exc:
             raise OTLPError(f"not an OTLP protobuf logs export: {exc}") from None
-        return list(_protobuf_events(request))
+        for event in _protobuf_events(request):
+            logs.take(event)
+        return logs
     try:
         body = json.loads(data)
     except ValueError as exc:
         raise OTLPError(f"not valid JSON: {exc}") from None
     if not isinstance(body, dict):
         raise OTLPError("an OTLP/JSON logs export is an object with resourceLogs")
-    return list(_json_events(body))
+    for event in _json_events(body):
+        logs.take(event)
+    return logs
+
+
+# a GenAI event without a trace and span id: it describes no span
+_UNUSABLE = Event("", "", "", {})
 
 
 def _event(trace_id: str, span_id: str, name: Any, attributes: dict[str, Any], body: Any
            ) -> Event | None:  # fmt: skip
+    """The record's GenAI event; None for a record that is none (an app's log line);
+    :data:`_UNUSABLE` for one that describes no span."""
     name = name or attributes.get("event.name")
-    if not (trace_id.strip("0") and span_id.strip("0")) or not isinstance(name, str):
+    if not isinstance(name, str) or not name.startswith("gen_ai."):
         return None
-    if not name.startswith("gen_ai."):
-        return None
+    if not (trace_id.strip("0") and span_id.strip("0")):
+        return _UNUSABLE
     return Event(trace_id.lower(), span_id.lower(), name, attributes, body)
 
 
-def _protobuf_events(request: Any) -> Iterator[Event]:
+def _protobuf_events(request: Any) -> Iterator[Event | None]:
+    """Each record's :func:`_event`, None included (every record is counted)."""
     for resource_logs in request.resource_logs:
         for scope_logs in resource_logs.scope_logs:
             for record in scope_logs.log_records:
-                event = _event(
+                yield _event(
                     record.trace_id.hex(),
                     record.span_id.hex(),
                     getattr(record, "event_name", ""),
                     {kv.key: _proto_value(kv.value) for kv in record.attributes},
                     _proto_value(record.body) if record.HasField("body") else None,
                 )
-                if event is not None:
-                    yield event
 
 
-def _json_events(body: dict[str, Any]) -> Iterator[Event]:
+def _json_events(body: dict[str, Any]) -> Iterator[Event | None]:
     for resource_logs in _list(body.get("resourceLogs")):
         for scope_logs in _list(resource_logs.get("scopeLogs")):
             for record in _list(scope_logs.get("logRecords")):
-                event = _event(
+                yield _event(
                     str(record.get("traceId") or ""),
                     str(record.get("spanId") or ""),
                     record.get("eventName"),
                     _json_attributes(record.get("attributes")),
                     _json_value(_dict(record.get("body"))),
                 )
-                if event is not None:
-                    yield event
 
 
 def needs_events(span: Span) -> bool:

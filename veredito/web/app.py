@@ -238,7 +238,7 @@ def openapi() -> dict[str, Any]:
                 "200": {
                     "description": "ExportTraceServiceResponse: empty for a full success; "
                     "partial_success with rejected_spans and the first reasons when spans "
-                    "could not become a triple"
+                    "could not become a triple or were dropped as oversize"
                 },
                 **errors,
             },
@@ -358,7 +358,11 @@ def openapi() -> dict[str, Any]:
                     "join their trace's spans; other records are ignored",
                     "requestBody": otlp_route["post"]["requestBody"],
                     "responses": {
-                        "200": {"description": "ExportLogsServiceResponse (full success)"},
+                        "200": {
+                            "description": "ExportLogsServiceResponse: empty for a full "
+                            "success; partial_success with rejected_log_records and the reasons "
+                            "for GenAI events with no trace and span id or dropped as oversize"
+                        },
                         **errors,
                     },
                 }
