@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from veredito.producer.mapping import Mapper, parse_maps
 from veredito.producer.reader import MAX_NESTING, nested_deeper_than, read_lines
+from veredito.producer.triple import check_release
 
 __all__ = [
     "MIN_TOKEN_LENGTH",
@@ -136,6 +137,8 @@ def from_aferiq(value: Any) -> Any:
             for key in RELEASE_KEYS:
                 if isinstance(metadata.get(key), str):
                     metadata["release"] = metadata[key]
+                    if check_release(metadata[key]) is not None:  # named by where it came from
+                        metadata["release_from"] = key
                     break
     if isinstance(value.get("trace_id"), str) and value["trace_id"]:
         triple["id"] = value["trace_id"]

@@ -244,6 +244,13 @@ def check_metadata(metadata: object, line: int | None = None) -> dict[str, Any]:
 # spec §18: a release is a label value, a store column and a URL parameter: short and plain
 RELEASE_PATTERN = re.compile(r"[A-Za-z0-9._+-]{1,64}")
 MAX_RELEASE_LENGTH = 64
+# where a release the contract refuses came from, when a route took it from another field
+# (``metadata.release_from``, set by that route): the rejection names it
+RELEASE_FROM = {
+    "service.version": "the resource's service.version",
+    "app_version": "the trace's metadata.app_version",
+    "version": "the trace's metadata.version",
+}
 
 
 def check_release(release: object) -> str | None:
@@ -340,6 +347,10 @@ def rejection(raw: object, exc: InvalidTriple) -> str:
     the field came from OpenTelemetry spans (``metadata.otlp.looked_for``)."""
     message = str(exc)
     metadata = raw.get("metadata") if isinstance(raw, Mapping) else None
+    origin = metadata.get("release_from") if isinstance(metadata, Mapping) else None
+    if exc.field == "metadata.release" and isinstance(origin, str) and origin in RELEASE_FROM:
+        message = str(InvalidTriple(f"{exc.field} (from {RELEASE_FROM[origin]})", exc.reason,
+                                    exc.line))  # fmt: skip
     otlp = metadata.get("otlp") if isinstance(metadata, Mapping) else None
     looked = otlp.get("looked_for") if isinstance(otlp, Mapping) else None
     if isinstance(looked, Mapping) and isinstance(looked.get(exc.field), str):

@@ -301,6 +301,23 @@ def test_confident_counts_only_the_sure_hallucinations() -> None:
     assert (sure.categories["LEI"], sure.categories["POLITICA"]) == (1, 0)
 
 
+@pytest.mark.parametrize("order", ["missing first", "low first"])
+def test_a_claim_without_confidence_makes_its_category_confident_as_the_store_does(
+    order: str,
+) -> None:
+    """The store's SQL counts a category as confident when any of its flagged claims has a
+    confidence at or above the threshold or none at all; the library counts it the same, in
+    whichever order the claims come."""
+    both = verdict("both", ["LEI", "LEI"], confidence=0.3)
+    missing, low = (1, 2) if order == "missing first" else (2, 1)
+    both["claims"][missing]["confidence"] = None
+    both["claims"][low]["confidence"] = 0.3
+    sure = tally([both], confident=True, threshold=0.8)
+    assert sure.categories["LEI"] == 1
+    low_only = verdict("low", ["LEI", "LEI"], confidence=0.3)
+    assert tally([low_only], confident=True, threshold=0.8).categories["LEI"] == 0
+
+
 def test_a_side_without_judged_answers_is_named() -> None:
     with pytest.raises(ValueError, match=r"^1\.1: no judged answers"):
         compare(release("1.0", 10, 1), [verdict("x", status="failed")], head_name="1.1")

@@ -31,8 +31,9 @@ conservative one).
 
 ``confident=True`` counts only the hallucinations the judge is sure of (spec §17): an answer
 whose ``hallucination_confidence`` is at or above the threshold, a category whose highest
-non-grounded claim ``confidence`` is; a verdict without confidences counts as confident, as
-the metrics count it.
+non-grounded claim ``confidence`` is; a confidence missing (an older worker's verdict or claim)
+counts as confident, as the metrics and the store's SQL count it: a category with one claim
+without a confidence is confident whatever its other claims say.
 
 Where reviewers' labels exist for both sides, each row carries the judge's precision on each
 side (``veredito.labels.agreement``: the share of the judge's hallucination calls the reviewers
@@ -45,6 +46,7 @@ verdict that is not one (naming its position), or ``paired=True`` with no shared
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
@@ -158,16 +160,19 @@ def _read(verdict: Any, confident: bool, threshold: float, where: int) -> _Answe
             for c in verdict.get("claims") or []
         ]
         counted = verdict.get("categories") or {}
-    highest: dict[str, float | None] = {}  # each flagged category's highest claim confidence
+    # each flagged category's highest claim confidence, a claim without one (an older worker's)
+    # highest of all: the category counts as confident when any of its claims does, as the
+    # store's SQL counts it (a claim's confidence missing or at or above the threshold)
+    highest: dict[str, float] = {}
     for label, category, confidence in claims:
         if label == "grounded":
             continue
         name = category if isinstance(category, str) and category else "GENERICA"
-        known = highest.get(name)
-        highest[name] = confidence if known is None else max(known, confidence or 0.0)
+        mine = math.inf if confidence is None else confidence
+        highest[name] = max(highest.get(name, -math.inf), mine)
     for name, count in counted.items():
         if _number(count) and count > 0:
-            highest.setdefault(name, None)
+            highest.setdefault(name, math.inf)
 
     def sure_enough(confidence: float | None) -> bool:
         return not confident or confidence is None or confidence >= threshold

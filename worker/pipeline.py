@@ -89,7 +89,9 @@ class Pipeline:
             if isinstance(raw_triple, dict) and isinstance(raw_triple.get("metadata"), dict):
                 metadata = raw_triple["metadata"]
                 if exc.field == "metadata.release":  # the rest of it (the app) still holds
-                    metadata = {k: v for k, v in metadata.items() if k != "release"}
+                    metadata = {
+                        k: v for k, v in metadata.items() if k not in ("release", "release_from")
+                    }
                 with contextlib.suppress(InvalidTriple):  # only metadata a verdict can carry
                     verdict.metadata = check_metadata(metadata)
             found = partial_input(raw_triple) if self.keep_input else None

@@ -38,6 +38,7 @@ from typing import Any
 
 from veredito.producer.otlp import genai, langfuse, openinference, pydantic_ai, traceloop
 from veredito.producer.otlp.spans import Span
+from veredito.producer.triple import check_release
 
 __all__ = ["NOT_AN_ANSWER", "Assembled", "assemble", "convention_of", "triple_from"]
 
@@ -234,6 +235,8 @@ def assemble(spans: Sequence[Span], retrieval_tools: Sequence[str] | None = None
     release = root_span.resource.get("service.version") if root_span.resource else None
     if release is not None:  # spec §18; checked with the triple (a bad one names the field)
         metadata["release"] = release if isinstance(release, str) else str(release)
+        if check_release(metadata["release"]) is not None:  # named by where it came from
+            metadata["release_from"] = "service.version"
     missing = []
     if not query:
         missing.append("query")

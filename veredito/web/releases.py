@@ -4,9 +4,10 @@
   first seen): ``release``, ``first_seen``, ``last_seen``, ``answers`` (judged), ``verdicts``;
 - ``GET /v1/compare?app=&base=&head=&since=&until=&confident=`` the comparison of
   :mod:`veredito.comparison` between two of them: ``head`` defaults to the newest release and
-  ``base`` to the one before it. Where reviewers' labels of the uniform slice exist on both
-  sides, the judge's precision on each (``GET /v1/agreement``'s figures, per release) is given
-  beside the rates.
+  ``base`` to the one before it, neither ever ``unknown`` (untagged traffic) nor ``other`` (the
+  metrics' bucket), which are compared only when named. Where reviewers' labels of the uniform
+  slice exist on both sides, the judge's precision on each (``GET /v1/agreement``'s figures,
+  per release) is given beside the rates.
 
 Read and review tokens as for the verdicts API; a ``token:app`` token reads its app only (an
 ``app`` it does not hold is not found, as elsewhere). ``400`` naming the parameter: no app, a
@@ -53,6 +54,10 @@ log = logging.getLogger(__name__)
 
 RELEASE_ROUTES = ("/v1/releases", "/v1/compare")
 MAX_RELEASES = 100
+# not releases of their own: untagged traffic (``unknown``) and the metrics' bucket of demoted
+# releases (``other``, which a triple may also name): never chosen as a default base or head,
+# nor as the gauges' pair; named explicitly (``base=unknown``), they are compared as any other
+UNNAMED = frozenset({"unknown", "other"})
 
 
 def _app(request: web.Request, grant: Any) -> str:
@@ -174,15 +179,17 @@ def refresh_releases(
 ) -> dict[str, int]:
     """Set the release gauges of spec §18 from the store (a worker thread's work): for each app
     (at most ``max_apps``), its ``kept`` newest releases' hallucination rates, all and
-    confident, and their judged answers; and whether the newest regressed against the one
-    before, per row, on confident hallucinations (what the alerts fire on, spec §17) and only
-    when both have at least ``min_answers`` judged answers. Series of apps and releases no
-    longer published are dropped (a stale gauge must not keep an alert firing). Returns the
-    number of apps and releases published, for the log."""
+    confident, and their judged answers; and whether the newest named release (neither
+    ``unknown`` nor ``other``) among them regressed against the named one before it, per row, on
+    confident hallucinations (what the alerts fire on, spec §17) and only when both have at
+    least ``min_answers`` judged answers. Series of apps and releases no longer published are
+    dropped (a stale gauge must not keep an alert firing). Returns the number of apps and
+    releases published, for the log."""
     published = {"apps": 0, "releases": 0}
     apps = store.apps(max_apps)
     for app in apps:
         newest = [r["release"] for r in store.releases(app, kept)]
+        named = [r for r in newest if r not in UNNAMED]  # the pair: the newest two named
         figures = store.releases_figures(app, newest, threshold=threshold)
         rates: dict[str, dict[str, float]] = {}
         answers: dict[str, int] = {}
@@ -195,8 +202,8 @@ def refresh_releases(
                     "confident": sure["hallucinated"] / sure["answers"],
                 }
         regressed: dict[tuple[str, str, str], bool] | None = None
-        if len(newest) >= 2 and min(answers[newest[0]], answers[newest[1]]) >= min_answers:
-            head, base = newest[0], newest[1]
+        if len(named) >= 2 and min(answers[named[0]], answers[named[1]]) >= min_answers:
+            head, base = named[0], named[1]
             sides = [
                 Tally(
                     answers=figures[release]["confident"]["answers"],
@@ -243,13 +250,20 @@ async def api_compare(request: web.Request) -> web.Response:
         if head is None:
             if not known:
                 raise BadParameter("head", f"the app {app!r} has no verdicts yet")
-            head = known[0]
+            named = [r for r in known if r not in UNNAMED]
+            if not named:
+                raise BadParameter(
+                    "head", f"the app {app!r} names no release ({', '.join(known)}): name one"
+                )
+            head = named[0]
         if head not in known:
             raise BadParameter("head", f"{head!r} is not a release of {app!r}")
         if base is None:
-            older = known[known.index(head) + 1 :]
+            older = [r for r in known[known.index(head) + 1 :] if r not in UNNAMED]
             if not older:
-                raise BadParameter("base", f"{head!r} is the app's only release: name one")
+                raise BadParameter(
+                    "base", f"{head!r} is the app's oldest named release: name the base"
+                )
             base = older[0]
         if base not in known:
             raise BadParameter("base", f"{base!r} is not a release of {app!r}")
@@ -309,8 +323,15 @@ def openapi_paths(
                 "security": security,
                 "parameters": [
                     app,
-                    param("base", "the release compared against (default: the one before head)"),
-                    param("head", "the release under test (default: the newest)"),
+                    param(
+                        "base",
+                        "the release compared against (default: the named one "
+                        "before head; never unknown or other unless named)",
+                    ),
+                    param(
+                        "head",
+                        "the release under test (default: the newest named: not unknown or other)",
+                    ),
                     param("since", "ISO 8601 moment or a span back from now: 1h, 7d"),
                     param("until", "ISO 8601 moment or span, exclusive"),
                     param(
