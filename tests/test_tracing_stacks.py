@@ -17,7 +17,13 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +31,10 @@ import pytest
 
 from tests.app_model import AppModel
 from tests.conftest import ROOT, require_service
+from tests.stacks.common import DOCS, system_prompt
 from tests.test_broker_e2e import BROKERS, reset_broker, running_worker
-from tests.test_serve import serving
+from tests.test_otlp_stacks_json import traces_counted
+from tests.test_serve import call, free_port, serving
 from veredito.producer import topology
 
 STACKS = ROOT / "tests" / "stacks"
@@ -189,4 +197,118 @@ def test_phoenix_over_grpc(broker: str, tmp_path: Path) -> None:
                "VEREDITO_GRPC": f"http://127.0.0.1:{port}"}  # fmt: skip
         asked = run_app("openinference", "openinference_app.py", env)
         wait_queued(len(asked), 20)
+    check(asked, verdicts_of(len(asked), tmp_path), "sac-bot")
+
+
+@pytest.mark.broker
+def test_a_retriever_and_a_model_called_with_no_span_around_them(
+    broker: str, tmp_path: Path
+) -> None:
+    """Found: the retriever's own trace was judged with the retriever's output JSON as the
+    answer. Now it is not judged (counted), and the model's trace is judged with its system
+    message, where the app put what it retrieved, as the one chunk of context (docs/ingestion.md:
+    "the LLM's is judged with its system message as context")."""
+    with AppModel() as model, serving(broker) as base:
+        env = {"MODEL_URL": model.base_url, "VEREDITO_URL": base, "VEREDITO_TOKEN": TOKEN}
+        asked = run_app("openinference", "openinference_app.py", env, "separate")
+        wait_queued(len(asked), 20)
+        counted = traces_counted(base)  # each call exported as it ended: all are in
+        assert counted.get("not_judged") == 2 and counted.get("complete") == 2, counted
+        assert counted["pending"] == 0 and not counted.get("incomplete"), counted
+    verdicts = verdicts_of(len(asked), tmp_path)
+    assert len(verdicts) == len(asked)
+    assert [line["context"] for line in asked] == [DOCS[:1], DOCS[1:2]]  # what was retrieved
+    by_question = {v["input"]["query"]: v for v in verdicts}
+    for line in asked:
+        verdict = by_question[line["question"]]
+        assert verdict["status"] == "ok", verdict.get("error")
+        answer = verdict["input"]["answer"]
+        assert answer == line["answer"] and answer not in DOCS  # the model's, no retriever's
+        assert not answer.lstrip().startswith(("{", "["))
+        assert verdict["input"]["context"] == [system_prompt(line["context"])]
+        assert verdict["metadata"]["app"] == "sac-bot"
+        assert verdict["metadata"]["otlp_context"] == "system_messages"
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("capture", ["SPAN_ONLY", "EVENT_ONLY"])
+def test_opentelemetry_genai_over_grpc(capture: str, broker: str, tmp_path: Path) -> None:
+    """The SDK's own gRPC exporters (OTEL_EXPORTER_OTLP_PROTOCOL=grpc) to serve
+    --otlp-grpc-port: the spans, and with EVENT_ONLY the GenAI events through LogsService."""
+    port = free_port()
+    with AppModel() as model, serving(broker, "--otlp-grpc-port", str(port)) as base:
+        env = {
+            "MODEL_URL": model.base_url,
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
+            "OTEL_EXPORTER_OTLP_HEADERS": f"Authorization=Bearer%20{TOKEN}",
+            "OTEL_METRICS_EXPORTER": "none",
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": capture,
+        }
+        asked = run_app("genai", "genai_app.py", env)
+        wait_queued(len(asked), 20)
+        metrics = call(base, "GET", "/metrics", token=None)[1]
+        assert 'route="/v1/traces"' not in metrics and 'route="/v1/logs"' not in metrics
+    check(asked, verdicts_of(len(asked), tmp_path), "sac-bot")
+
+
+@contextmanager
+def forwarding(base: str) -> Iterator[tuple[str, list[tuple[str, str, bytes]]]]:
+    """A loopback proxy that forwards each POST to ``base`` as it came (body and headers) and
+    notes its path, Content-Encoding and first bytes: what the exporter really sent."""
+    seen: list[tuple[str, str, bytes]] = []
+
+    class Forward(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            encoding = self.headers.get("Content-Encoding", "")
+            seen.append((self.path, encoding, body[:2]))
+            request = urllib.request.Request(base + self.path, data=body, method="POST")
+            for key in ("Content-Type", "Content-Encoding", "Authorization"):
+                if self.headers.get(key):
+                    request.add_header(key, self.headers[key])
+            try:
+                with urllib.request.urlopen(request, timeout=30) as response:
+                    status, reply = response.status, response.read()
+                    reply_type = response.headers.get("Content-Type", "")
+            except urllib.error.HTTPError as exc:
+                status, reply = exc.code, exc.read()
+                reply_type = exc.headers.get("Content-Type", "")
+            self.send_response(status)
+            self.send_header("Content-Type", reply_type)
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Forward)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@pytest.mark.broker
+def test_opentelemetry_genai_gzip_compressed(broker: str, tmp_path: Path) -> None:
+    """OTEL_EXPORTER_OTLP_COMPRESSION=gzip: the spans and the GenAI events (EVENT_ONLY: both
+    routes) arrive gzip-compressed, as a proxy in between sees, and read as uncompressed."""
+    with AppModel() as model, serving(broker) as base, forwarding(base) as (proxy, seen):
+        env = {
+            "MODEL_URL": model.base_url,
+            "OTEL_EXPORTER_OTLP_ENDPOINT": proxy,
+            "OTEL_EXPORTER_OTLP_HEADERS": f"Authorization=Bearer%20{TOKEN}",
+            "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip",
+            "OTEL_METRICS_EXPORTER": "none",
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "EVENT_ONLY",
+        }
+        asked = run_app("genai", "genai_app.py", env)
+        wait_queued(len(asked), 20)
+    assert {path for path, _, _ in seen} == {"/v1/traces", "/v1/logs"}
+    assert all((encoding, magic) == ("gzip", b"\x1f\x8b") for _, encoding, magic in seen), seen
     check(asked, verdicts_of(len(asked), tmp_path), "sac-bot")

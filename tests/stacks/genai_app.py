@@ -1,24 +1,31 @@
-"""OpenTelemetry's own openai-v2 instrumentation (GenAI conventions), the SDK's OTLP/HTTP
-exporters configured by the standard environment (OTEL_EXPORTER_OTLP_ENDPOINT, _HEADERS), the
-messages captured on the spans (SPAN_ONLY) or as events on /v1/logs (EVENT_ONLY). The retrieval
-span follows the conventions, each document's text as ``content``."""
+"""OpenTelemetry's own openai-v2 instrumentation (GenAI conventions), the SDK's OTLP exporters
+configured by the standard environment (OTEL_EXPORTER_OTLP_ENDPOINT, _HEADERS, _COMPRESSION; the
+gRPC ones when OTEL_EXPORTER_OTLP_PROTOCOL is ``grpc``, as the SDK's own configuration picks them),
+the messages captured on the spans (SPAN_ONLY) or as events on /v1/logs (EVENT_ONLY). The
+retrieval span follows the conventions, each document's text as ``content``."""
 
 from __future__ import annotations
 
 import json
+import os
 
 import openai
 from common import MODEL, MODEL_URL, QUESTIONS, report, retrieve, system_prompt
 from opentelemetry import trace
 from opentelemetry._logs import set_logger_provider
-from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+if os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") == "grpc":
+    from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+else:
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
 resource = Resource.create({"service.name": "sac-bot"})
 tracer_provider = TracerProvider(resource=resource)

@@ -30,14 +30,25 @@ def _keep(docs: list[Document]) -> str:
     return "\n".join(texts)
 
 
+def llm() -> ChatOpenAI:
+    return ChatOpenAI(base_url=MODEL_URL, api_key="x", model=MODEL, temperature=0)
+
+
 def chain() -> Any:
     prompt = ChatPromptTemplate.from_messages(
         [("system", system_prompt(["{context}"])), ("human", "{question}")]
     )
-    llm = ChatOpenAI(base_url=MODEL_URL, api_key="x", model=MODEL, temperature=0)
     return (
         {"context": KeywordRetriever() | _keep, "question": RunnablePassthrough()}
         | prompt
-        | llm
+        | llm()
         | StrOutputParser()
     )
+
+
+def separate(question: str) -> tuple[list[str], str]:
+    """The retriever, then the model, called one after the other with no span around them: each
+    call is a trace of its own. What was retrieved and what the model answered."""
+    texts = [d.page_content for d in KeywordRetriever().invoke(question)]
+    reply = llm().invoke([("system", system_prompt(texts)), ("human", question)])
+    return texts, str(reply.content)

@@ -1,6 +1,8 @@
 """OpenInference's LangChain instrumentation with Phoenix's register(), exporting OTLP/HTTP to
-VEREDITO_URL/v1/traces with the ingest token (OTLP/gRPC to VEREDITO_GRPC when set). ``remote``: each question under an incoming W3C
-traceparent (a service behind a traced gateway)."""
+VEREDITO_URL/v1/traces with the ingest token (OTLP/gRPC to VEREDITO_GRPC when set).
+``remote``: each question under an incoming W3C traceparent (a service behind a traced gateway);
+``separate``: the retriever and the model called one after the other with no span around them
+(four one-span traces)."""
 
 from __future__ import annotations
 
@@ -24,12 +26,16 @@ else:
     )  # fmt: skip
 LangChainInstrumentor().instrument(tracer_provider=tracer_provider)
 
-from langchain_rag import chain, retrieved  # noqa: E402
+from langchain_rag import chain, retrieved, separate  # noqa: E402
 
-remote = len(sys.argv) > 1 and sys.argv[1] == "remote"
+mode = sys.argv[1] if len(sys.argv) > 1 else ""
 rag = chain()
 for n, question in enumerate(QUESTIONS):
-    if remote:
+    if mode == "separate":
+        texts, answer = separate(question)
+        report(question, texts, answer)
+        continue
+    if mode == "remote":
         from opentelemetry import context
         from opentelemetry.propagate import extract
 
