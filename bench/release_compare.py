@@ -2,7 +2,7 @@
 million verdicts, and whether the release gauges' refresh slows the sink.
 
     .venv/bin/python bench/release_compare.py [--verdicts 1000000] [--apps 10] [--releases 3]
-        [--sink 50000] [--keep]
+        [--sink 50000] [--refresh-every 0] [--ingest 20] [--keep]
 
 1. A fresh database (``veredito_bench_releases``) filled through the store's own write path (what
    ``veredito results --to postgresql://…`` runs), batches of 5,000: ``--verdicts`` distinct
@@ -16,6 +16,13 @@ million verdicts, and whether the release gauges' refresh slows the sink.
    batch), once alone and once while the refresh runs in another thread of the same process
    (sharing its interpreter: harsher than serve in a process of its own), back to back or every
    ``--refresh-every`` seconds (serve runs it every ``VEREDITO_REVIEW_REFRESH``, 60 s).
+
+5. Ingest with and without it: ``veredito serve --store`` (one process, RabbitMQ) taking distinct
+   triples over ``POST /v1/triples`` (``bench/ingest.py``'s 50 clients, batches of 20) for
+   ``--ingest`` seconds, once with serve's refreshes at their default (every 60 s: the window
+   starts after the first one ended, so none runs in it) and once with them back to back
+   (``VEREDITO_REVIEW_REFRESH=0.05``), twice each, taking turns; triples/s, and the queue checked
+   to hold exactly the accepted triples.
 
 Prints one JSON object. ``--keep`` leaves the database for another run (skipping step 1 when it
 already holds the verdicts).
@@ -48,6 +55,7 @@ ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
 DATABASE = "veredito_bench_releases"
 URL = f"postgresql://postgres@127.0.0.1:5432/{DATABASE}"
 TOKEN = "bench-read-4f9a1c7e2b"
+BROKER = "amqp://guest:guest@127.0.0.1:5672//"
 START = datetime(2026, 10, 1, tzinfo=UTC)
 WORDS = ("prazo", "multa", "contrato", "CNPJ", "Procon", "Lei", "artigo", "dias", "reembolso",
          "cláusula", "nota fiscal", "ICMS", "rescisão", "garantia")  # fmt: skip
@@ -229,6 +237,55 @@ def sink(
             "refreshes_meanwhile": refreshes[0]}  # fmt: skip
 
 
+def ingest(seconds: float, every: float, offset: int) -> dict[str, Any]:
+    """Triples/s into ``serve --store`` while its gauges refresh every ``every`` seconds."""
+    import asyncio
+
+    from bench.ingest import TOKEN as INGEST
+    from bench.ingest import free_port, load, make_triples
+    from veredito.producer import topology
+
+    topology.delete_queues(BROKER)
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VEREDITO_")}
+    env.update(VEREDITO_READ_TOKENS=TOKEN, VEREDITO_INGEST_TOKENS=INGEST,
+               VEREDITO_BROKER_URL=BROKER, VEREDITO_INGEST_MAX_BACKLOG="10000000",
+               VEREDITO_REVIEW_REFRESH=str(every), VEREDITO_LOG_LEVEL="WARNING")  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "veredito", "serve", "--port", str(port), "--store", URL],
+        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None and "listening" in process.stdout.readline()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120  # the first refresh (all gauges) ends before timing
+        while "veredito_release_hallucination_rate{" not in _metrics(base):
+            if time.monotonic() > deadline:
+                raise SystemExit("serve's first release-gauge refresh did not end in 120 s")
+            time.sleep(0.2)
+        lines, _ = make_triples(int(seconds * 6000), 0)
+        triples = [json.loads(line) for line in lines]
+        for i, t in enumerate(triples):
+            t["id"] = f"ingest-{offset + i:09d}"
+        bodies = [json.dumps(triples[i : i + 20], ensure_ascii=False).encode()
+                  for i in range(0, len(triples), 20)]  # fmt: skip
+        _, accepted, latencies, elapsed = asyncio.run(load(base, bodies, 50, seconds))
+        queued = topology.queue_depth(BROKER)
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    topology.delete_queues(BROKER)
+    if queued != accepted:
+        raise SystemExit(f"the queue holds {queued} triples, serve accepted {accepted}")
+    return {"triples_per_s": round(accepted / elapsed), "accepted": accepted,
+            "p99_ms": round(sorted(latencies)[int(len(latencies) * 0.99)] * 1000, 1)}  # fmt: skip
+
+
+def _metrics(base: str) -> str:
+    with urllib.request.urlopen(base + "/metrics", timeout=30) as response:
+        return str(response.read().decode())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--verdicts", type=int, default=1_000_000)
@@ -241,6 +298,12 @@ def main() -> int:
         type=float,
         default=0.0,
         help="seconds between refreshes beside the sink (serve's default is 60; 0: back to back)",
+    )
+    parser.add_argument(
+        "--ingest",
+        type=float,
+        default=20.0,
+        help="seconds of HTTP ingest with and without the refresh (0: skip)",
     )
     args = parser.parse_args()
     result: dict[str, Any] = {"verdicts": args.verdicts, "apps": args.apps,
@@ -266,6 +329,14 @@ def main() -> int:
         else ("sink with the refresh back to back")
     )
     result[key] = sink(args.sink, args.apps, True, fresh + 10**7, args.refresh_every)
+    if args.ingest:
+        runs: dict[str, list[dict[str, Any]]] = {"every 60 s": [], "back to back": []}
+        for turn in range(4):
+            key = ("every 60 s", "back to back")[turn % 2]
+            every = 60.0 if turn % 2 == 0 else 0.05
+            runs[key].append(ingest(args.ingest, every, fresh + (turn + 3) * 10**7))
+        for key, each in runs.items():
+            result[f"ingest, refreshes {key}"] = each
     if not args.keep:
         import psycopg
 
