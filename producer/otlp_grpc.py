@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 
 TRACES = "opentelemetry.proto.collector.trace.v1.TraceService"
 LOGS = "opentelemetry.proto.collector.logs.v1.LogsService"
+# a gRPC status as the HTTP code OTLP/HTTP answers for the same refusal, so that
+# veredito_ingest_requests_total{route="grpc traces"|"grpc logs",code} reads as the HTTP routes'
+HTTP_CODES = {"OK": "200", "INVALID_ARGUMENT": "400", "UNAUTHENTICATED": "401",
+              "RESOURCE_EXHAUSTED": "413", "UNAVAILABLE": "503", "CANCELLED": "499"}  # fmt: skip
 RETRY_INFO = "google.rpc.retryinfo-bin"  # the trailer OTLP exporters read a retry delay from
 
 
@@ -149,8 +153,19 @@ async def start_grpc(app: web.Application, host: str, port: int) -> Any:
     config = app[serve.CONFIG]
 
     def handler(kind: str) -> Any:
+        route = f"grpc {kind}"
+
         async def export(data: bytes, context: Any) -> bytes:
-            return await _call(app, kind, data, context)
+            status = "OK"
+            try:
+                return await _call(app, kind, data, context)
+            except BaseException:
+                code = context.code() if callable(getattr(context, "code", None)) else None
+                status = getattr(code, "name", None) or "UNKNOWN"
+                raise
+            finally:  # counted as HTTP requests are, the gRPC status as its HTTP code
+                code_of = HTTP_CODES.get(status, "500")
+                app[serve.STATE].metrics.requests.labels(route, code_of).inc()
 
         return grpc.unary_unary_rpc_method_handler(
             export, request_deserializer=None, response_serializer=None

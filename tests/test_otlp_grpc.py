@@ -197,7 +197,7 @@ def test_grpc_refuses_what_http_refuses(rabbitmq: str) -> None:
         rabbitmq, "--otlp-grpc-port", str(port), VEREDITO_OTLP_MAX_SPANS_PER_REQUEST="20",
         VEREDITO_INGEST_MAX_BYTES="65536", VEREDITO_OTLP_MAX_BYTES="60000",
         VEREDITO_INGEST_MAX_BACKLOG="1", VEREDITO_INGEST_BACKLOG_INTERVAL="3600",
-    ):  # fmt: skip
+    ) as base:  # fmt: skip
         trace = traces_pb(rag_trace("1" * 32))
         event = logs_pb([("1" * 32, "2" * 16, "gen_ai.user.message", "Qual o prazo?")])
         for method, body in ((TRACES, trace), (LOGS, event)):
@@ -247,6 +247,16 @@ def test_grpc_refuses_what_http_refuses(rabbitmq: str) -> None:
             code, details, trailers = refused(port, method, body, f"Bearer {TOKEN}")
             assert code == grpc.StatusCode.UNAVAILABLE, method
             assert "VEREDITO_INGEST_MAX_BACKLOG" in details and retry_delay(trailers) == 10
+        # each call counted as the HTTP routes' are, its status as the HTTP code of that refusal
+        # (the messages over the size limit are refused by gRPC itself, before serve sees them)
+        metrics = call(base, "GET", "/metrics", token=None)[1]
+        for route, code, least in (("grpc traces", "401", 5), ("grpc logs", "401", 5),
+                                   ("grpc logs", "413", 1), ("grpc logs", "200", 2),
+                                   ("grpc traces", "200", 2), ("grpc traces", "503", 1),
+                                   ("grpc logs", "503", 1)):  # fmt: skip
+            line = f'veredito_ingest_requests_total{{code="{code}",route="{route}"}}'
+            counted = [float(x.split()[-1]) for x in metrics.splitlines() if x.startswith(line)]
+            assert counted and counted[0] >= least, (route, code, counted)
     assert sorted(e["triple"]["id"] for e in queued(rabbitmq)) == ["6" * 32, "7" * 32]
 
 

@@ -4,6 +4,7 @@ in hex, as that encoding says)."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -125,6 +126,7 @@ def _protobuf_spans(request: Any, has_flags: bool = True) -> Iterator[Span]:
                     size + len(trace_id) + len(span_id) + len(parent_id) + len(name)
                     if len(attributes) == len(pairs)
                     else 0,
+                    span.kind,
                 )
 
 
@@ -170,7 +172,19 @@ def _decode_json(body: dict[str, Any]) -> Iterator[Span]:
                     resource,
                     _int(flags) if (flags := span.get("flags")) is not None else 0,
                     size,
+                    _kind(span.get("kind")),
                 )
+
+
+_KINDS = {"SPAN_KIND_SERVER": 2, "SPAN_KIND_CONSUMER": 5}
+
+
+def _kind(value: Any) -> int:
+    """OTLP/JSON's span ``kind``: an integer, or (as protobuf's JSON mapping also allows) the
+    enum's name; 0 (unspecified) for anything else."""
+    if isinstance(value, int):
+        return value
+    return _KINDS.get(value, 0) if isinstance(value, str) else 0
 
 
 def _list(value: Any) -> list[Any]:
@@ -232,9 +246,14 @@ def _sized_attributes(items: Any) -> tuple[dict[str, Any], int]:
 
 
 def _json_value(value: dict[str, Any]) -> Any:
-    for kind in ("stringValue", "boolValue", "doubleValue", "bytesValue"):
+    for kind in ("stringValue", "boolValue", "doubleValue"):
         if kind in value:
             return value[kind]
+    if "bytesValue" in value:  # base64 in OTLP/JSON: hex, as the protobuf path gives it
+        try:
+            return base64.b64decode(str(value["bytesValue"]), validate=True).hex()
+        except ValueError:
+            raise OTLPError("an attribute's bytesValue is not base64") from None
     if "intValue" in value:
         return _int(value["intValue"])
     if "arrayValue" in value:
