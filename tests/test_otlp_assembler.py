@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from veredito.producer.otlp import Span, TraceAssembler, decode, decode_iter, span_size
+from veredito.producer.otlp import OTLPError, Span, TraceAssembler, decode, decode_iter, span_size
 
 A, B = "tenant-a-opaque", "tenant-b-opaque"
 TRACE = "0af7651916cd43dd8448eb211c80319c"
@@ -212,6 +212,7 @@ def test_protobuf_decoding_sizes_each_span_as_span_size_does() -> None:
                   parentSpanId="0706050403020100")  # fmt: skip
     once, twice = decode(json.dumps(body).encode(), "application/json")
     assert once.attributes["list"] == ["abc", ["xy"]] and once.attributes["ratio"] == 0.5
+    assert once.attributes["raw"] == "000102"  # base64 in JSON, hex as from protobuf
     assert once.size == span_size(once) > 200
     assert twice.size == 0 and span_size(twice) == span_size(once)
 
@@ -349,3 +350,21 @@ def test_decode_iter_yields_what_decode_returns() -> None:
     assert list(decode_iter(data, "application/json")) == decode(data, "application/json")
     [triple] = TraceAssembler().add(A, decode_iter(data, "application/json"))
     assert triple["id"] == "ab" and triple["metadata"]["app"] == "app"
+
+
+def test_a_json_bytes_value_that_is_not_base64_is_named() -> None:
+    span = {"traceId": "000102030405060708090a0b0c0d0e0f", "spanId": "0001020304050607",
+            "name": "n", "attributes": [{"key": "raw", "value": {"bytesValue": "not base64!"}}]}  # fmt: skip
+    body = {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}
+    with pytest.raises(OTLPError, match="bytesValue is not base64"):
+        decode(json.dumps(body).encode(), "application/json")
+
+
+@pytest.mark.parametrize(("kind", "want"), [(2, 2), ("SPAN_KIND_SERVER", 2), (5, 5),
+                                            ("SPAN_KIND_CONSUMER", 5), (None, 0), ("odd", 0)])  # fmt: skip
+def test_the_span_kind_is_read_from_otlp_json(kind: Any, want: int) -> None:
+    span = {"traceId": "000102030405060708090a0b0c0d0e0f", "spanId": "0001020304050607",
+            "name": "POST /ask", **({"kind": kind} if kind is not None else {})}  # fmt: skip
+    body = {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}
+    (decoded,) = decode(json.dumps(body).encode(), "application/json")
+    assert decoded.kind == want

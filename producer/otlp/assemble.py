@@ -149,7 +149,8 @@ def _tool_allowed(name: str | None, retrieval_tools: Sequence[str] | None) -> bo
 _Item = tuple[Span, ModuleType, str, str]  # a span, its reader, its kind, its convention
 
 
-def _classify(span: Span) -> _Item:
+def classify(span: Span) -> _Item:
+    """A span, its reader, its kind (``LLM``, ``RETRIEVER``, ``CHAIN`` …) and its convention."""
     kind = span.attributes.get("openinference.span.kind")
     if kind is not None:  # the most common convention, read without the search
         return span, openinference, str(kind).upper(), "openinference"
@@ -186,7 +187,7 @@ def assemble(spans: Sequence[Span], retrieval_tools: Sequence[str] | None = None
         if kind is not None:  # the most common convention, read without the search
             item: _Item = (span, openinference, str(kind).upper(), "openinference")
         else:
-            item = _classify(span)
+            item = classify(span)
         items.append(item)
         if item[2] == "RETRIEVER":
             retrievers.append(item)

@@ -11,11 +11,19 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from typing import Any
 
-from veredito.producer.otlp.assemble import NOT_AN_ANSWER, Assembled, assemble, local_root
+from veredito.producer.otlp.assemble import (
+    NOT_AN_ANSWER,
+    Assembled,
+    assemble,
+    classify,
+    local_root,
+)
 from veredito.producer.otlp.logs import Event, apply_events, needs_events
 from veredito.producer.otlp.spans import (
     _REMOTE,
+    CONSUMER,
     ITEM_OVERHEAD,
+    SERVER,
     SPAN_OVERHEAD,
     Span,
     nested_size,
@@ -113,9 +121,19 @@ class _Trace:
         return any(span_id not in described for span_id in bare)
 
 
+def ending(span: Span) -> bool:
+    """At the timeout, a trace whose local root is this span is judged rather than forgotten:
+    a root-like span, or an LLM call (a service behind a gateway whose SDK does not say where a
+    parent is, calling the model with no span around it: the parent is elsewhere and will not
+    come). Never at the quiet rule: a chain's next LLM call may still be running."""
+    return root_like(span) or classify(span)[2] == "LLM"
+
+
 def root_like(span: Span) -> bool:
-    """A span that may be its service's entry (a chain, an agent, a workflow): when its parent
-    is not in the trace and no span has come for a while, it is the local root."""
+    """A span that may be its service's entry (a chain, an agent, a workflow; with no convention
+    saying what it is, a SERVER or CONSUMER span: the handler of the request or message that
+    began the work): when its parent is not in the trace and no span has come for a while, it
+    is the local root."""
     attributes = span.attributes
     kind = attributes.get("openinference.span.kind")
     if kind is not None:
@@ -124,7 +142,9 @@ def root_like(span: Span) -> bool:
         return True
     if attributes.get("langfuse.observation.type") in ("span", "agent", "chain"):
         return True
-    return attributes.get("gen_ai.operation.name") in ("invoke_agent", "create_agent")
+    if attributes.get("gen_ai.operation.name") in ("invoke_agent", "create_agent"):
+        return True
+    return span.kind == SERVER or span.kind == CONSUMER  # a request or message handler
 
 
 class _Tenant:
@@ -511,7 +531,7 @@ class TraceAssembler:
                         break
                     self._take(buffer, trace_id)
                     entry = local_root(trace.spans) if trace.spans else None
-                    if entry is not None and not entry.local_parent and root_like(entry):
+                    if entry is not None and not entry.local_parent and ending(entry):
                         ready.append((tenant, trace))
                         continue
                     expired += 1

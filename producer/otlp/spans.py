@@ -19,6 +19,7 @@ ITEM_OVERHEAD = 64  # estimated bytes of an attribute, list item or map entry be
 
 # OTLP's span flags: whether the parent's context says if it is remote, and that it is
 HAS_IS_REMOTE = 0x100
+SERVER, CONSUMER = 2, 5  # OTLP's SpanKind of spans that begin a service's work
 IS_REMOTE = 0x200
 _REMOTE = HAS_IS_REMOTE | IS_REMOTE
 
@@ -35,6 +36,7 @@ class Span:
     resource: dict[str, Any] | None = None  # shared by the spans of one resource
     flags: int = 0
     size: int = 0  # the estimate of its memory decoding made (buffer.span_size); 0: not made
+    kind: int = 0  # OTLP's SpanKind: 2 SERVER and 5 CONSUMER are a service's entry points
 
     @property
     def local_parent(self) -> bool:
