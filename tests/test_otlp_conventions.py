@@ -173,30 +173,6 @@ def test_a_server_span_without_the_flag_is_a_local_root_after_a_quiet_spell() ->
     ]
 
 
-@pytest.mark.parametrize("flags", [0, 0x100])
-def test_an_llm_call_whose_parent_never_comes_is_judged_at_the_timeout(flags: int) -> None:
-    """The model called with no span around it, behind a gateway, by an SDK that says nothing of
-    where the parent is: not at the quiet spell (a chain's next call may be running), but at the
-    timeout it is judged rather than forgotten; said local (0x100), its parent was lost."""
-    now = [0.0]
-    assembler = TraceAssembler(timeout=30, quiet=2.0, clock=lambda: now[0])
-    spans = [s for body in bodies("openinference-remote-parent") for s in decode(body, PROTOBUF)]
-    (llm,) = [s for s in spans if s.trace_id == spans[0].trace_id and s.name == "ChatOpenAI"]
-    llm.flags = flags
-    assert assembler.add_traces("t", [llm]) == []
-    now[0] = 10.0
-    assert assembler.expire_traces() == (0, [])
-    now[0] = 31.0
-    dropped, done = assembler.expire_traces()
-    if flags:
-        assert dropped == 1 and done == []
-    else:
-        assert dropped == 0 and len(done) == 1
-        triple = done[0][1].triple
-        assert triple["query"] == "Qual o prazo para desistir da compra?"
-        assert triple["answer"] == FIRST
-
-
 def test_a_slow_root_said_local_is_waited_for() -> None:
     """The root of a trace with a slow LLM call comes seconds after its first children: a chain
     among them whose parent the SDK says is local (flags 0x100) is not taken for the root."""

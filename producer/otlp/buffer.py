@@ -15,7 +15,6 @@ from veredito.producer.otlp.assemble import (
     NOT_AN_ANSWER,
     Assembled,
     assemble,
-    classify,
     local_root,
 )
 from veredito.producer.otlp.logs import Event, apply_events, needs_events
@@ -119,14 +118,6 @@ class _Trace:
             return False
         described = {e.span_id for e in self.events}
         return any(span_id not in described for span_id in bare)
-
-
-def ending(span: Span) -> bool:
-    """At the timeout, a trace whose local root is this span is judged rather than forgotten:
-    a root-like span, or an LLM call (a service behind a gateway whose SDK does not say where a
-    parent is, calling the model with no span around it: the parent is elsewhere and will not
-    come). Never at the quiet rule: a chain's next LLM call may still be running."""
-    return root_like(span) or classify(span)[2] == "LLM"
 
 
 def root_like(span: Span) -> bool:
@@ -531,7 +522,7 @@ class TraceAssembler:
                         break
                     self._take(buffer, trace_id)
                     entry = local_root(trace.spans) if trace.spans else None
-                    if entry is not None and not entry.local_parent and ending(entry):
+                    if entry is not None and not entry.local_parent and root_like(entry):
                         ready.append((tenant, trace))
                         continue
                     expired += 1
