@@ -11,6 +11,7 @@ from typing import Any
 
 from veredito.producer.otlp.spans import (
     ITEM_OVERHEAD,
+    MAX_SPANS_PER_TRACE,
     PROTOBUF,
     SPAN_OVERHEAD,
     OTLPError,
@@ -294,7 +295,7 @@ def _plural(count: int, unit: str) -> str:
 
 
 def dropped_reasons(
-    drops: Mapping[str, int], unit: str = "span", per_trace: int = 2_000
+    drops: Mapping[str, int], unit: str = "span", per_trace: int = MAX_SPANS_PER_TRACE
 ) -> tuple[int, list[str]]:
     """What a request lost as oversize (the ``drops`` a
     :class:`~veredito.producer.otlp.buffer.TraceAssembler` add filled): how many of its

@@ -36,7 +36,7 @@ from veredito.producer.otlp.decode import (
     _proto_value,
     dropped_reasons,
 )
-from veredito.producer.otlp.spans import PROTOBUF, OTLPError, Span
+from veredito.producer.otlp.spans import MAX_SPANS_PER_TRACE, PROTOBUF, OTLPError, Span
 
 __all__ = [
     "Event",
@@ -90,7 +90,7 @@ class Logs:
             self.events.append(event)
 
     def reply(
-        self, content_type: str, drops: Mapping[str, int], per_trace: int = 2_000
+        self, content_type: str, drops: Mapping[str, int], per_trace: int = MAX_SPANS_PER_TRACE
     ) -> tuple[bytes, str]:
         """The ``ExportLogsServiceResponse``: ``partial_success`` with the GenAI events that
         describe no span and those the buffer dropped (``drops``, as

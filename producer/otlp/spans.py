@@ -18,6 +18,7 @@ SPAN_OVERHEAD = 200  # estimated bytes of a Span, its attribute dict and its id 
 ITEM_OVERHEAD = 64  # estimated bytes of an attribute, list item or map entry besides its strings
 
 # OTLP's span flags: whether the parent's context says if it is remote, and that it is
+MAX_SPANS_PER_TRACE = 2_000  # the spans one trace may hold in the buffer (and name in replies)
 HAS_IS_REMOTE = 0x100
 SERVER, CONSUMER = 2, 5  # OTLP's SpanKind of spans that begin a service's work
 IS_REMOTE = 0x200
